@@ -1,0 +1,240 @@
+"""The attention assignment's checks (20 points: causal_mask 3, scaled_dot_product_attention 10, split_heads 4,
+MultiHeadAttention 3). Public ones use only what the handout publishes (the contract and the chapter's seed-42
+numbers); hidden ones use `refs`, the references computed from the solution (see cases.py).
+"""
+from __future__ import annotations
+
+import torch
+
+from autograder.engine import expect
+from autograder.engine.checks import check
+
+from . import diagnosis
+from .cases import MHA_NAMES, seed42_inputs
+
+SUBMISSION_FILES = ("attention.py", "attention.ipynb")
+FORBIDDEN = {
+    "torch.nn.functional.scaled_dot_product_attention": "ready-made attention",
+    "torch.nn.functional.multi_head_attention_forward": "ready-made multi-head attention",
+    "torch.nn.MultiheadAttention": "ready-made multi-head attention",
+    "torch._C._nn.scaled_dot_product_attention": "ready-made attention",
+}
+SDPA = "scaled_dot_product_attention"
+MHA = "MultiHeadAttention"
+# The chapter's printed seed-42 weights (4 decimals): published in the handout, so a public check may use them.
+SEED42_WEIGHTS = torch.tensor([[1.0, 0.0, 0.0, 0.0],
+                               [0.9310, 0.0690, 0.0, 0.0],
+                               [0.2060, 0.4573, 0.3367, 0.0],
+                               [0.1871, 0.3089, 0.1306, 0.3735]])
+
+
+def spec_mask(n: int) -> torch.Tensor:
+    """The contract itself: entry [i, j] is True exactly when j > i."""
+    i = torch.arange(n)
+    return i[None, :] > i[:, None]
+
+
+def sdpa(student, Q, K, V, causal=None, what="scaled_dot_product_attention"):
+    """Call the student's attention and check it returns a pair of tensors of the right shapes."""
+    kwargs = {} if causal is None else {"causal": causal}
+    out, weights = expect.pair(student.scaled_dot_product_attention(Q, K, V, **kwargs), what)
+    T = Q.shape[-2]
+    expect.tensor(out, "output", (*Q.shape[:-1], V.shape[-1]), torch.float32)
+    expect.tensor(weights, "weights", (*Q.shape[:-1], T), torch.float32)
+    return out, weights
+
+
+def sdpa_against(student, refs, case: str, causal: bool = True):
+    """Compare output and weights with the references of `case`, naming the mistake when they differ."""
+    Q, K, V = refs[f"{case}.Q"], refs[f"{case}.K"], refs[f"{case}.V"]
+    out, weights = sdpa(student, Q, K, V, causal=causal)
+    hint = lambda: diagnosis.sdpa(Q, K, V, causal, out, weights)
+    expect.close(weights, refs[f"{case}.weights"], "weights", diagnose=hint)
+    expect.close(out, refs[f"{case}.output"], "output", diagnose=hint)
+
+
+# -- causal_mask ---------------------------------------------------------------------------------------------------
+@check(points=1, function="causal_mask", visibility="public",
+       zh="causal_mask(4) 返回 [4, 4] 的 bool 张量", en="causal_mask(4) returns a bool [4, 4] tensor")
+def mask_dtype_shape(student):
+    expect.tensor(student.causal_mask(4), "causal_mask(4)", (4, 4), torch.bool)
+
+
+@check(points=1, function="causal_mask", visibility="public",
+       zh="causal_mask 在 T = 1, 2, 4 时只遮住对角线以上", en="causal_mask hides exactly the positions above the diagonal for T = 1, 2, 4")
+def mask_values_small(student):
+    for n in (1, 2, 4):
+        got = student.causal_mask(n)
+        expect.tensor(got, f"causal_mask({n})", (n, n), torch.bool)
+        if not torch.equal(got, spec_mask(n)):
+            expect.fail(f"causal_mask({n}) is wrong", f"causal_mask({n}) 的值不对", diagnosis.mask(got, n))
+
+
+@check(points=1, function="causal_mask",
+       zh="causal_mask 对其他长度同样正确", en="causal_mask is right for other lengths too")
+def mask_values_other_lengths(student):
+    for n in (3, 7, 16):
+        got = student.causal_mask(n)
+        expect.tensor(got, f"causal_mask({n})", (n, n), torch.bool)
+        if not torch.equal(got, spec_mask(n)):
+            expect.fail(f"causal_mask({n}) is wrong", f"causal_mask({n}) 的值不对", diagnosis.mask(got, n))
+
+
+# -- scaled_dot_product_attention ---------------------------------------------------------------------------------
+@check(points=1, function=SDPA, visibility="public",
+       zh="单个序列（T = d_head = 4）时 output 与 weights 的形状", en="output and weights shapes for one sequence (T = d_head = 4)")
+def sdpa_shapes_unbatched(student):
+    Q, K, V = seed42_inputs()
+    sdpa(student, Q, K, V)
+
+
+@check(points=1, function=SDPA, visibility="public",
+       zh="因果注意力：未来位置的权重恰好为 0，每行之和为 1", en="causal attention: future weights are exactly 0 and every row sums to 1")
+def sdpa_causal_rows(student):
+    g = torch.Generator().manual_seed(7)
+    for T, d in ((5, 3), (4, 4)):
+        Q, K, V = (torch.randn(T, d, generator=g) for _ in range(3))
+        out, weights = sdpa(student, Q, K, V)
+        expect.finite(weights, "weights")
+        future = weights[spec_mask(T)]
+        if not torch.all(future == 0):
+            expect.fail(f"weights of future positions are not exactly 0 (T={T}, largest {future.abs().max():.3g})",
+                        f"未来位置的权重不是 0（T={T}，最大 {future.abs().max():.3g}）",
+                        diagnosis.sdpa(Q, K, V, True, out, weights))
+        sums = weights.sum(-1)
+        if not torch.allclose(sums, torch.ones(T), atol=1e-5, rtol=0):
+            expect.fail(f"rows of weights do not sum to 1 (T={T}, sums {sums.tolist()})",
+                        f"weights 的每行之和不为 1（T={T}，行和 {sums.tolist()}）",
+                        diagnosis.sdpa(Q, K, V, True, out, weights))
+
+
+@check(points=1, function=SDPA, visibility="public",
+       zh="章节 seed-42 例子的权重（与 run.py 打印的一致）", en="the chapter's seed-42 weights (as printed by run.py)")
+def sdpa_seed42_weights(student):
+    Q, K, V = seed42_inputs()
+    out, weights = sdpa(student, Q, K, V)
+    expect.close(weights, SEED42_WEIGHTS, "weights", atol=1e-4, rtol=0,
+                 diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights))
+
+
+@check(points=1, function=SDPA,
+       zh="批量与多头输入、T ≠ d_head、d_v ≠ d_head 时的形状", en="shapes with batch and head dims, T != d_head, d_v != d_head")
+def sdpa_shapes_batched(student, refs):
+    for case in ("batched", "noncausal", "scaling"):
+        sdpa(student, refs[f"{case}.Q"], refs[f"{case}.K"], refs[f"{case}.V"])
+
+
+@check(points=1, function=SDPA,
+       zh="批量输入 [2, 3, 6, 4]、d_v = 5 时的数值", en="values on batched input [2, 3, 6, 4] with d_v = 5")
+def sdpa_values_batched(student, refs):
+    sdpa_against(student, refs, "batched")
+
+
+@check(points=1, function=SDPA,
+       zh="按 1/√d_head 缩放（T = 6，d_head = 16）", en="scores scaled by 1/sqrt(d_head) (T = 6, d_head = 16)")
+def sdpa_scaling(student, refs):
+    sdpa_against(student, refs, "scaling")
+
+
+@check(points=1, function=SDPA,
+       zh="causal=False 时可以关注未来位置", en="with causal=False every position attends to the future too")
+def sdpa_non_causal(student, refs):
+    sdpa_against(student, refs, "noncausal", causal=False)
+
+
+@check(points=1, function=SDPA,
+       zh="大数值（约 ±1000 的分数）时结果有限且正确", en="finite, correct results for large scores (about ±1000)")
+def sdpa_large_logits(student, refs):
+    sdpa_against(student, refs, "large")
+
+
+@check(points=1, function=SDPA,
+       zh="梯度能传回 Q、K、V，且数值正确", en="gradients reach Q, K and V with the right values")
+def sdpa_gradients(student, refs):
+    Q, K, V = refs["grads.Q"], refs["grads.K"], refs["grads.V"]
+    reply = student.call(SDPA, Q, K, V, grad_of=(0, 1, 2), grad_output=0)
+    out, weights = expect.pair(reply.value, SDPA)
+    expect.close(out, refs["grads.output"], "output",
+                 diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights))
+    if isinstance(reply.grads, dict):
+        expect.fail(f"backpropagation through your output failed: {reply.grads.get('error', {}).get('message', '')}",
+                    f"无法对你的输出做反向传播：{reply.grads.get('error', {}).get('message', '')}",
+                    diagnosis.DETACHED)
+    for name, grad in zip("QKV", reply.grads or (None,) * 3):
+        if grad is None:
+            expect.fail(f"no gradient reaches {name} (.detach(), .data or a new tensor cuts the graph)",
+                        f"梯度没有传回 {name}（.detach()、.data 或新建张量切断了计算图）", diagnosis.DETACHED)
+        expect.close(grad, refs[f"grads.d{name}"], f"gradient of {name}", atol=1e-4, rtol=1e-3)
+
+
+@check(points=1, function=SDPA,
+       zh="不修改调用者传入的 Q、K、V", en="the caller's Q, K and V are left unchanged")
+def sdpa_inputs_unchanged(student, refs):
+    Q, K, V = refs["batched.Q"], refs["batched.K"], refs["batched.V"]
+    reply = student.call(SDPA, Q, K, V, return_args=True)
+    for name, before, after in zip("QKV", (Q, K, V), reply.args_after or (None,) * 3):
+        if type(after) is not torch.Tensor or not torch.equal(after, before):
+            expect.fail(f"{name} was modified in place (e.g. `{name} /= ...`, `.div_()`, `masked_fill_`)",
+                        f"{name} 被原地修改了（例如 `{name} /= ...`、`.div_()`、`masked_fill_`）", diagnosis.MUTATES)
+
+
+# -- split_heads ----------------------------------------------------------------------------------------------------
+@check(points=1, function="split_heads", visibility="public",
+       zh="split_heads([4, 8], 2) 的形状为 [2, 4, 4]", en="split_heads([4, 8], 2) has shape [2, 4, 4]")
+def split_shape(student):
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(3))
+    expect.tensor(student.split_heads(x, 2), "split_heads(x, 2)", (2, 4, 4), torch.float32)
+
+
+def split_against(student, refs, case: str, heads: int):
+    x, expected = refs[f"split_{case}.x"], refs[f"split_{case}.y"]
+    got = student.split_heads(x, heads)
+    expect.tensor(got, f"split_heads(x of shape {list(x.shape)}, {heads})", expected.shape, torch.float32)
+    if not torch.equal(got, expected):
+        expect.fail(f"split_heads(x of shape {list(x.shape)}, {heads}) puts features in the wrong heads or places",
+                    f"split_heads(形状 {list(x.shape)} 的 x, {heads}) 把特征放进了错误的头或位置",
+                    diagnosis.split(x, heads, got))
+
+
+@check(points=1, function="split_heads",
+       zh="单个序列 [3, 8]、2 个头时的数值（T ≠ d_head）", en="values for one sequence [3, 8] with 2 heads (T != d_head)")
+def split_values_unbatched(student, refs):
+    split_against(student, refs, "unbatched", 2)
+
+
+@check(points=1, function="split_heads",
+       zh="批量输入 [2, 5, 12]、3 个头时的数值", en="values for a batch [2, 5, 12] with 3 heads")
+def split_values_batched(student, refs):
+    split_against(student, refs, "batched", 3)
+
+
+@check(points=1, function="split_heads",
+       zh="1 个头与 d_head = 1 的边界情况", en="edge cases: one head, and d_head = 1")
+def split_single_head(student, refs):
+    split_against(student, refs, "one_head", 1)
+    split_against(student, refs, "all_heads", 6)
+
+
+# -- MultiHeadAttention (given code, built on the student's functions) ---------------------------------------------
+@check(points=1, function=MHA, visibility="public",
+       zh="MultiHeadAttention(8, 2) 把 [4, 8] 映射为 [4, 8]", en="MultiHeadAttention(8, 2) maps [4, 8] to [4, 8]")
+def mha_shape(student):
+    model = student.new(MHA, 8, 2)
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(5))
+    expect.tensor(model(x), "MultiHeadAttention(8, 2)(x)", (4, 8), torch.float32)
+
+
+@check(points=1, function=MHA,
+       zh="注入权重后，批量输入 [2, 5, 12]、3 个头的输出", en="output for a batch [2, 5, 12], 3 heads, with injected weights")
+def mha_injected_weights(student, refs):
+    model = student.new(MHA, 12, 3)
+    model.load_parameters({f"{n}.weight": refs[f"mha.{n}.weight"] for n in MHA_NAMES})
+    expect.close(model(refs["mha.x"]), refs["mha.y"], "MultiHeadAttention output")
+
+
+@check(points=1, function=MHA,
+       zh="章节 seed-42 的多头注意力输出", en="the chapter's seed-42 multi-head attention output")
+def mha_seed42(student, refs):
+    model = student.new(MHA, 8, 2)
+    model.load_parameters({f"{n}.weight": refs[f"seed42.{n}.weight"] for n in MHA_NAMES})
+    expect.close(model(refs["seed42.x"]), refs["seed42.y"], "MultiHeadAttention output")

@@ -1,0 +1,135 @@
+"""Find each student's submission in whatever the instructor downloaded.
+
+Accepted: one file; a folder of per-student folders (any layout inside); a folder of per-student files
+(`<id>.py`, `<id>.ipynb`); nbgrader's `submitted/<student>/<assignment>/`; or a zip of any of these, as an LMS
+exports it (extracted only after every entry has been checked: no absolute paths, no `..`, no links, size and
+count caps). Student id = folder or file name. Whatever cannot be graded is kept, with the reason.
+"""
+from __future__ import annotations
+
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+SKIP_DIRS = {"__MACOSX", ".ipynb_checkpoints", "__pycache__", ".git"}
+MAX_ZIP_ENTRIES = 20_000
+MAX_ZIP_BYTES = 1 << 30
+MAX_ZIP_RATIO = 200
+
+
+class IntakeError(Exception):
+    """The input as a whole cannot be used (missing, unsafe zip...)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    student: str
+    path: Path | None             # the file to grade, or None when there is none
+    problem_en: str = ""
+    problem_zh: str = ""
+
+
+def find_submissions(source: Path, names: tuple[str, ...], workdir: Path) -> list[Entry]:
+    """Entries sorted by student; `names` are the graded file names (e.g. attention.py, attention.ipynb)."""
+    source = Path(source)
+    if not source.exists() and not source.is_symlink():
+        raise IntakeError(f"{source} does not exist")
+    if source.is_file() and source.suffix == ".zip":
+        source = _unwrap(extract_zip(source, workdir / "unzipped"), names)
+    if source.is_file():
+        student = source.parent.name if source.name in names else source.stem
+        return [Entry(student, source)]
+    root = _nbgrader_root(source)
+    entries = []
+    for child in sorted(root.iterdir()):
+        if child.name.startswith(".") or child.name in SKIP_DIRS:
+            continue
+        if child.is_symlink():
+            entries.append(Entry(child.name, None, "a symbolic link: not followed", "符号链接：不予跟随"))
+        elif child.is_dir():
+            entries.append(_from_folder(child, names))
+        elif child.suffix in {Path(n).suffix for n in names}:
+            entries.append(Entry(child.stem, child))
+    seen = set()
+    for e in entries:
+        if e.student in seen:
+            raise IntakeError(f"student id {e.student!r} appears twice (as a folder and as a file?)")
+        seen.add(e.student)
+    return sorted(entries, key=lambda e: e.student)
+
+
+def _nbgrader_root(source: Path) -> Path:
+    """A course folder with `submitted/` means nbgrader's layout: students are the folders inside it."""
+    return source / "submitted" if (source / "submitted").is_dir() else source
+
+
+def _from_folder(folder: Path, names: tuple[str, ...]) -> Entry:
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if any(part in SKIP_DIRS or part.startswith(".") for part in path.relative_to(folder).parts):
+            continue
+        if path.name in names:
+            found.append(path)
+    if not found:
+        return Entry(folder.name, None, f"no {' or '.join(names)} found in the folder",
+                     f"文件夹中没有 {' 或 '.join(names)}")
+    if len(found) > 1:
+        listed = ", ".join(str(p.relative_to(folder)) for p in found)
+        return Entry(folder.name, None, f"{len(found)} candidate files ({listed}); submit exactly one",
+                     f"有 {len(found)} 个候选文件（{listed}）；请只提交一个")
+    return Entry(folder.name, found[0])
+
+
+def extract_zip(archive: Path, target: Path) -> Path:
+    """Check every entry, then extract; refuse the whole archive if any entry is unsafe."""
+    try:
+        zf = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile as e:
+        raise IntakeError(f"{archive.name} is not a valid zip file: {e}") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_ZIP_ENTRIES:
+            raise IntakeError(f"{archive.name} has {len(infos)} entries; the limit is {MAX_ZIP_ENTRIES}")
+        problems, total = [], 0
+        for info in infos:
+            name = info.filename
+            parts = Path(name.replace("\\", "/")).parts
+            mode = info.external_attr >> 16
+            if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+                problems.append(f"{name}: absolute path")
+            elif ".." in parts:
+                problems.append(f"{name}: path goes outside the archive (..)")
+            elif stat.S_ISLNK(mode):
+                problems.append(f"{name}: symbolic link")
+            elif mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                problems.append(f"{name}: special file")
+            total += info.file_size
+            if info.compress_size and info.file_size / info.compress_size > MAX_ZIP_RATIO and info.file_size > 1 << 20:
+                problems.append(f"{name}: compression ratio {info.file_size // info.compress_size}:1 (zip bomb?)")
+        if total > MAX_ZIP_BYTES:
+            problems.append(f"uncompressed size {total} bytes exceeds {MAX_ZIP_BYTES}")
+        if problems:
+            raise IntakeError(f"refusing {archive.name}: " + "; ".join(problems[:10]))
+        target.mkdir(parents=True, exist_ok=True)
+        for info in infos:
+            destination = target.joinpath(*Path(info.filename.replace("\\", "/")).parts)
+            if info.is_dir():
+                destination.mkdir(parents=True, exist_ok=True)
+                continue
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(destination, "xb") as dst:
+                remaining = info.file_size + 1
+                while chunk := src.read(min(1 << 20, remaining)):
+                    dst.write(chunk)
+                    remaining -= len(chunk)
+    return target
+
+
+def _unwrap(root: Path, names: tuple[str, ...]) -> Path:
+    """An archive's lone top folder (`submissions/`) is the class folder, unless it is one student's own work."""
+    while True:
+        children = [c for c in root.iterdir() if c.name not in SKIP_DIRS and not c.name.startswith(".")]
+        if len(children) != 1 or not children[0].is_dir() or any((children[0] / n).exists() for n in names):
+            return root
+        root = children[0]

@@ -1,0 +1,69 @@
+"""Command line: `autograder release | grade | check`. Each command is a thin shell over one module."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  help="Isolated, diagnosing autograder for the attention assignment.")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXIT_USAGE, EXIT_SANDBOX = 2, 3
+
+
+@app.command()
+def release(
+    check: bool = typer.Option(False, "--check", help="Verify the committed release matches the source; write nothing."),
+    assignment: str = typer.Option("attention", help="Assignment id (a folder under assignments/)."),
+    root: Path = typer.Option(REPO_ROOT, help="Repository root."),
+) -> None:
+    """Regenerate student_template/, solutions/ and the hidden references from assignments/<id>/."""
+    from autograder.release.command import run_release
+
+    raise typer.Exit(run_release(root=root, assignment=assignment, check=check))
+
+
+@app.command()
+def grade(
+    submissions: Path = typer.Argument(..., help="A file, a folder of students, nbgrader's submitted/ layout, or a zip."),
+    out: Path = typer.Option(Path("build/grades"), "--out", "-o", help="Output folder (gradebook, CSV, feedback, report)."),
+    assignment: str = typer.Option("attention", help="Assignment id."),
+    jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", min=1, help="Submissions graded at once."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: keep results whose file and checks are unchanged."),
+    force: bool = typer.Option(False, "--force", help="Regrade everything, discarding earlier results."),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Trusted code only: run without isolation."),
+    memory_mib: int = typer.Option(2048, "--memory-mib", min=256, help="Memory cap per submission (MiB)."),
+    timeout: float = typer.Option(90.0, "--timeout", min=1, help="Wall-clock budget per submission (s)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary table."),
+) -> None:
+    """Grade one submission or a whole class into OUT."""
+    from autograder.classroom.grade_class import ClassRun, GradebookExists
+    from autograder.classroom.intake import IntakeError
+    from autograder.engine.checks import load_suite
+    from autograder.report.summary import print_summary
+    from autograder.report.write import write_outputs
+    from autograder.sandbox.client import SandboxUnavailable
+    from autograder.sandbox.limits import Limits
+
+    if resume and force:
+        raise typer.BadParameter("--resume and --force exclude each other")
+    suite = load_suite(assignment)
+    limits = Limits(memory_bytes=memory_mib << 20, total_seconds=timeout)
+    run = ClassRun(submissions, out, suite, limits, isolate=not no_sandbox, jobs=jobs,
+                   mode="resume" if resume else "force" if force else "new", show_progress=not quiet)
+    try:
+        results, stats = run.grade()
+    except (IntakeError, GradebookExists, FileNotFoundError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    except SandboxUnavailable as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_SANDBOX)
+    except KeyboardInterrupt:
+        typer.echo(f"\ninterrupted: finished submissions are saved in {out}; continue with --resume", err=True)
+        raise typer.Exit(130)
+    paths = write_outputs(out, suite, results)
+    if not quiet:
+        print_summary(suite, results, stats, paths)

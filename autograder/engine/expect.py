@@ -1,0 +1,100 @@
+"""Comparisons that cannot be fooled: exact type, shape and dtype on a plain tensor first, finiteness next, values
+last (in float64, with explicit tolerances). Failures carry a bilingual explanation and, optionally, a diagnosis.
+
+Default tolerances: ``atol=1e-5, rtol=1e-4``. Student code computes in float32 (machine epsilon 1.2e-7); the
+references are computed in float64 and rounded to float32. Summation order (einsum vs matmul, hand-written vs
+library softmax, float64 inside) moves results by a few 1e-7 on these sizes, so 1e-5/1e-4 leaves two orders of
+magnitude of headroom while every catalogued mistake is off by more than 1e-2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from autograder.sandbox.wire import Other
+
+ATOL, RTOL = 1e-5, 1e-4
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A named, recognised mistake with a plain-words explanation."""
+    id: str
+    zh: str
+    en: str
+
+
+class CheckFailed(AssertionError):
+    def __init__(self, en: str, zh: str, diagnosis: Diagnosis | None = None):
+        super().__init__(en)
+        self.en, self.zh, self.diagnosis = en, zh, diagnosis
+
+
+def fail(en: str, zh: str, diagnosis: Diagnosis | None = None):
+    raise CheckFailed(en, zh, diagnosis)
+
+
+def _describe(value) -> str:
+    if isinstance(value, Other):
+        return value.type_name
+    return type(value).__name__
+
+
+def tensor(value, what: str, shape=None, dtype=None) -> torch.Tensor:
+    """`value` must be a tensor of exactly this shape (tuple) and dtype; returns it."""
+    if type(value) is not torch.Tensor:
+        fail(f"{what} should be a torch.Tensor, got {_describe(value)}",
+             f"{what} 应当是 torch.Tensor，实际是 {_describe(value)}")
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        fail(f"{what} has shape {list(value.shape)}, expected {list(shape)}",
+             f"{what} 的形状是 {list(value.shape)}，应为 {list(shape)}")
+    if dtype is not None and value.dtype != dtype:
+        fail(f"{what} has dtype {value.dtype}, expected {dtype}",
+             f"{what} 的 dtype 是 {value.dtype}，应为 {dtype}")
+    return value
+
+
+def pair(value, what: str):
+    """`value` must be a tuple or list of exactly two items (e.g. (output, weights))."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        fail(f"{what} should return a pair (output, weights), got {_describe(value)}",
+             f"{what} 应返回二元组 (output, weights)，实际是 {_describe(value)}")
+    return value
+
+
+def finite(value: torch.Tensor, what: str) -> None:
+    if value.is_floating_point() and not torch.isfinite(value).all():
+        bad = int((~torch.isfinite(value)).sum())
+        fail(f"{what} contains {bad} NaN/inf values", f"{what} 含有 {bad} 个 NaN/inf")
+
+
+def close(actual, expected: torch.Tensor, what: str, atol: float = ATOL, rtol: float = RTOL,
+          diagnose=None) -> torch.Tensor:
+    """Shape, dtype, finiteness, then values. `diagnose()` (if given) names the mistake when values differ."""
+    actual = tensor(actual, what, expected.shape, expected.dtype)
+    try:
+        finite(actual, what)
+        a, e = actual.double(), expected.double()
+        err = (a - e).abs()
+        bad = err > atol + rtol * e.abs()
+        if bool(bad.any()):
+            index = [int(i) for i in torch.nonzero(bad)[0]]
+            fail(f"{what} differs from the expected values at {bad.sum().item()} of {bad.numel()} positions "
+                 f"(largest difference {err.max().item():.3g}, first at index {index})",
+                 f"{what} 与期望值在 {bad.sum().item()}/{bad.numel()} 个位置不一致"
+                 f"（最大差 {err.max().item():.3g}，第一个位置 {index}）")
+    except CheckFailed as failure:
+        diagnosis = diagnose() if diagnose else None
+        raise CheckFailed(failure.en, failure.zh, diagnosis) from None
+    return actual
+
+
+def equal(actual, expected: torch.Tensor, what: str) -> torch.Tensor:
+    """Exactly equal values (after the same shape and dtype checks)."""
+    actual = tensor(actual, what, expected.shape, expected.dtype)
+    if not torch.equal(actual, expected):
+        wrong = (actual != expected).nonzero()
+        fail(f"{what} is wrong at {len(wrong)} positions, first at {wrong[0].tolist()}",
+             f"{what} 有 {len(wrong)} 个位置不对，第一个是 {wrong[0].tolist()}")
+    return actual

@@ -1,0 +1,51 @@
+"""Find ready-made APIs in a submission's source before it runs (the worker also records calls at run time).
+
+Returns, for each top-level function or class of the submission, the forbidden APIs its body refers to: attribute
+access (`F.scaled_dot_product_attention`), `from x import name`, and module-level aliases of either used inside it.
+"""
+from __future__ import annotations
+
+import ast
+
+
+def scan(source: str, forbidden: list[str]) -> dict[str, set[str]]:
+    attrs = {q.rpartition(".")[2]: q for q in forbidden}
+    tree = ast.parse(source)
+    aliases: dict[str, str] = {}  # module-level name -> forbidden API it stands for
+    for node in tree.body:
+        for name, api in _bindings(node, attrs):
+            aliases[name] = api
+    found: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            hits = set()
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Attribute) and sub.attr in attrs and not _is_self_reference(sub):
+                    hits.add(attrs[sub.attr])
+                elif isinstance(sub, ast.Name) and sub.id in aliases:
+                    hits.add(aliases[sub.id])
+                for _, api in _bindings(sub, attrs):
+                    hits.add(api)
+            if hits:
+                found[node.name] = hits
+    return found
+
+
+def _bindings(node: ast.AST, attrs: dict[str, str]):
+    """(name, api) for `from m import api as name` and `name = something.api`."""
+    if isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            if alias.name in attrs and (node.module or "").startswith("torch"):
+                yield alias.asname or alias.name, attrs[alias.name]
+    elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute) and node.value.attr in attrs:
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                yield target.id, attrs[node.value.attr]
+
+
+def _is_self_reference(node: ast.Attribute) -> bool:
+    """`self.scaled_dot_product_attention` or `module.scaled_dot_product_attention` of the student's own code."""
+    root = node.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in {"self", "attention"}

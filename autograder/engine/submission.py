@@ -1,0 +1,104 @@
+"""Read one submission file into Python source, safely: no symlinks, size-capped, strict UTF-8, notebooks
+flattened to their code cells in order with IPython magics, shell escapes and otter calls neutralised."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+MAX_BYTES = 2 << 20
+# Lines a plain Python interpreter cannot run or that would reach a grading tool inside the student's process.
+NEUTRALISED = re.compile(r"^\s*([%!?]|import\s+otter\b|from\s+otter\b|grader\s*=\s*otter\.|grader\.\w+\()")
+
+
+class SubmissionError(Exception):
+    """The file cannot be graded; `en`/`zh` say why in words a student can act on."""
+
+    def __init__(self, en: str, zh: str):
+        super().__init__(en)
+        self.en, self.zh = en, zh
+
+
+@dataclass(frozen=True)
+class Submission:
+    path: Path
+    source: str          # Python source the worker executes
+    filename: str        # name shown in tracebacks: attention.py / attention.ipynb
+    notebook: bool
+    sha256: str          # of the raw file bytes: a changed submission is regraded
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes, refusing symlinks (at any moment: O_NOFOLLOW), special files and oversize files."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        if os.path.islink(path):
+            raise SubmissionError(f"{path.name} is a symbolic link; submit the file itself",
+                                  f"{path.name} 是符号链接；请提交文件本身") from None
+        raise SubmissionError(f"cannot read {path.name}: {e.strerror}", f"无法读取 {path.name}：{e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise SubmissionError(f"{path.name} is not a regular file", f"{path.name} 不是普通文件")
+        if info.st_size > MAX_BYTES:
+            raise SubmissionError(f"{path.name} is {info.st_size} bytes; the limit is {MAX_BYTES}",
+                                  f"{path.name} 有 {info.st_size} 字节，上限是 {MAX_BYTES}")
+        return f.read(MAX_BYTES + 1)
+
+
+def decode_utf8(raw: bytes, name: str) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise SubmissionError(
+            f"{name} is not UTF-8 text (byte 0x{raw[e.start]:02x} on line {line}); save it as UTF-8",
+            f"{name} 不是 UTF-8 编码（第 {line} 行的字节 0x{raw[e.start]:02x}）；请以 UTF-8 保存") from None
+
+
+def notebook_source(text: str, name: str) -> str:
+    """Code cells in order, one block each; magics, shell lines and otter calls become `pass`."""
+    try:
+        nb = nbformat.reads(text, as_version=4)
+    except Exception as e:
+        raise SubmissionError(f"{name} is not a valid Jupyter notebook ({type(e).__name__})",
+                              f"{name} 不是有效的 Jupyter notebook（{type(e).__name__}）") from None
+    blocks = []
+    for number, cell in enumerate(nb.cells, 1):
+        if cell.cell_type != "code":
+            continue
+        lines = cell.source.splitlines()
+        if lines and lines[0].lstrip().startswith("%%"):
+            lines = ["# " + line for line in lines]  # a cell magic: the whole cell is not Python
+        lines = [_neutralise(line) for line in lines]
+        blocks.append(f"# --- cell {number} ---\n" + "\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def _neutralise(line: str) -> str:
+    if NEUTRALISED.match(line):
+        indent = line[: len(line) - len(line.lstrip())]
+        return f"{indent}pass  # removed for grading: {line.strip()[:60]}"
+    return line
+
+
+def load(path: Path) -> Submission:
+    path = Path(path)
+    raw = read_bytes(path)
+    text = decode_utf8(raw, path.name)
+    notebook = path.suffix == ".ipynb"
+    source = notebook_source(text, path.name) if notebook else text
+    try:
+        compile(source, path.name, "exec", dont_inherit=True)  # compiling runs nothing; it finds syntax errors
+    except SyntaxError as e:
+        raise SubmissionError(f"SyntaxError on line {e.lineno} of {path.name}: {e.msg}",
+                              f"{path.name} 第 {e.lineno} 行有语法错误：{e.msg}") from None
+    except ValueError as e:  # e.g. null bytes
+        raise SubmissionError(f"{path.name} cannot be compiled: {e}", f"{path.name} 无法编译：{e}") from None
+    return Submission(path, source, path.name, notebook, hashlib.sha256(raw).hexdigest())

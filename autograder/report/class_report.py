@@ -1,0 +1,67 @@
+"""report.html: the class at a glance, readable offline (the histogram is an embedded PNG, no scripts)."""
+from __future__ import annotations
+
+import base64
+import io
+from collections import Counter
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from autograder.engine.checks import Suite  # noqa: E402
+from autograder.engine.results import SubmissionResult  # noqa: E402
+
+from .render import ENV, num  # noqa: E402
+
+PROBLEM_STATUSES = {"error", "timeout", "crashed", "forbidden"}
+
+
+def score_histogram_png(scores: list[float], max_score: float) -> str:
+    """Base64 PNG of the score distribution, one bar per point."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
+    bins = [x - 0.5 for x in range(int(max_score) + 2)]
+    ax.hist(scores, bins=bins, color="#4c72b0", edgecolor="white")
+    ax.set_xlabel("score")
+    ax.set_ylabel("students")
+    ax.set_xlim(-0.5, max_score + 0.5)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def summarise(suite: Suite, results: list[SubmissionResult]) -> dict:
+    graded = [r for r in results if r.graded]
+    per_check = []
+    for check in suite.checks:
+        outcomes = [c for r in graded for c in r.checks if c.name == check.name]
+        passed = sum(c.status == "passed" for c in outcomes)
+        per_check.append({"check": check, "passed": passed, "total": len(outcomes),
+                          "rate": passed / len(outcomes) if outcomes else 0.0})
+    mistakes = Counter()
+    texts = {}
+    for r in graded:
+        for key, c in {(c.function, c.diagnosis): c for c in r.checks if c.diagnosis}.items():
+            mistakes[key] += 1
+            texts[key] = (c.diagnosis_zh, c.diagnosis_en)
+    troubles = [(r, [c for c in r.checks if c.status in PROBLEM_STATUSES]) for r in results]
+    troubles = [(r, cs) for r, cs in troubles if cs or not r.graded]
+    scores = [r.score for r in results]
+    return {
+        "n": len(results), "graded": len(graded), "max_score": suite.max_score,
+        "mean": sum(scores) / len(scores) if scores else 0.0,
+        "full": sum(r.score == r.max_score for r in results),
+        "per_check": per_check,
+        "mistakes": [(f, d, n, texts[(f, d)]) for (f, d), n in mistakes.most_common()],
+        "troubles": troubles,
+    }
+
+
+def class_report_html(suite: Suite, results: list[SubmissionResult]) -> str:
+    summary = summarise(suite, results)
+    png = score_histogram_png([r.score for r in results], suite.max_score) if results else ""
+    return ENV.get_template("report.html.j2").render(s=summary, suite=suite, png=png, num=num)

@@ -1,0 +1,36 @@
+"""The table printed at the end of `autograder grade`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from autograder.engine.checks import Suite
+from autograder.engine.results import SubmissionResult
+
+from .render import num
+
+
+def print_summary(suite: Suite, results: list[SubmissionResult], stats: dict, paths: dict[str, Path]) -> None:
+    table = Table(title=f"{suite.assignment}: {len(results)} submissions")
+    for column in ("student", "score", "passed", "problems"):
+        table.add_column(column, justify="right" if column == "score" else "left")
+    for r in results:
+        passed = sum(c.status == "passed" for c in r.checks)
+        if not r.graded:
+            problems = r.error_en
+        else:
+            counts = {}
+            for c in r.checks:
+                if c.status != "passed":
+                    counts[c.status] = counts.get(c.status, 0) + 1
+            problems = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        table.add_row(r.student, f"{num(r.score)}/{num(r.max_score)}", f"{passed}/{len(r.checks)}", problems)
+    console = Console()
+    console.print(table)
+    per = stats["seconds"] / stats["graded"] if stats.get("graded") else 0.0
+    console.print(f"graded {stats.get('graded', 0)}, kept {stats.get('skipped', 0)} unchanged "
+                  f"in {stats.get('seconds', 0.0):.1f} s ({per * 1000:.0f} ms per submission)")
+    for name, path in paths.items():
+        console.print(f"{name}: {path}")

@@ -1,0 +1,53 @@
+"""Write a class's outputs into OUT from its results."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import markdown
+
+from autograder.engine.checks import Suite
+from autograder.engine.results import SubmissionResult, to_gradescope
+
+from .class_report import class_report_html
+from .render import ENV, num
+STATUS_ICON = {"passed": "✅", "failed": "❌", "error": "💥", "not_implemented": "📝", "timeout": "⏱️",
+               "crashed": "💥", "forbidden": "🚫", "not_graded": "—"}
+
+
+def write_outputs(out: Path, suite: Suite, results: list[SubmissionResult]) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    for folder in ("feedback", "results"):
+        (out / folder).mkdir(exist_ok=True)
+    write_grades_csv(out / "grades.csv", suite, results)
+    for r in results:
+        md = feedback_markdown(r)
+        _write(out / "feedback" / f"{r.student}.md", md)
+        _write(out / "feedback" / f"{r.student}.html", feedback_html(r, md))
+        _write(out / "results" / f"{r.student}.json", json.dumps(to_gradescope(r), ensure_ascii=False, indent=2) + "\n")
+    _write(out / "report.html", class_report_html(suite, results))
+    return {"grades": out / "grades.csv", "report": out / "report.html", "feedback": out / "feedback"}
+
+
+def write_grades_csv(path: Path, suite: Suite, results: list[SubmissionResult]) -> None:
+    names = [c.name for c in suite.checks]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["student", "score", "max_score", *names])
+        for r in sorted(results, key=lambda r: r.student):
+            earned = {c.name: c.score for c in r.checks}
+            writer.writerow([r.student, num(r.score), num(r.max_score), *(num(earned.get(n, 0.0)) for n in names)])
+
+
+def feedback_markdown(result: SubmissionResult) -> str:
+    return ENV.get_template("feedback.md.j2").render(r=result, icon=STATUS_ICON, num=num)
+
+
+def feedback_html(result: SubmissionResult, md: str) -> str:
+    body = markdown.markdown(md, extensions=["tables"])
+    return ENV.get_template("feedback.html.j2").render(r=result, body=body)
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")

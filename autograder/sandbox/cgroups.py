@@ -1,0 +1,120 @@
+"""Per-worker cgroups (grader side): the real memory cap, a process cap, and killing every descendant.
+
+cgroup v1 (separate memory and pids hierarchies) and v2 (unified) are both handled. Job groups are created under
+the grader's own cgroup, so nested containers work. `available()` says whether the real cap can be had here.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+
+
+def _own_path(controller: str) -> str | None:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        if controller in names.split(",") or (controller == "" and names == ""):
+            return path
+    return None
+
+
+def _layout() -> tuple[str, dict[str, Path]] | None:
+    """('v1', {'memory': dir, 'pids': dir}) or ('v2', {'unified': dir}) for our own cgroup, if writable."""
+    if (ROOT / "cgroup.controllers").exists():
+        path = _own_path("")
+        controllers = (ROOT / "cgroup.controllers").read_text().split()
+        if path is not None and {"memory", "pids"} <= set(controllers):
+            return "v2", {"unified": ROOT / path.lstrip("/")}
+        return None
+    dirs = {}
+    for controller in ("memory", "pids"):
+        path = _own_path(controller)
+        if path is None or not (ROOT / controller).is_dir():
+            return None
+        dirs[controller] = ROOT / controller / path.lstrip("/")
+    return "v1", dirs
+
+
+def available() -> str | None:
+    """Why job cgroups cannot be used here, or None when they can."""
+    if os.geteuid() != 0:
+        return "not running as root"
+    layout = _layout()
+    if layout is None:
+        return "no memory and pids cgroup controllers found under /sys/fs/cgroup"
+    for d in layout[1].values():
+        if not os.access(d, os.W_OK):
+            return f"{d} is not writable"
+    return None
+
+
+class JobGroup:
+    """One worker's cgroup(s). `add(pid)` before the worker runs; `kill()` ends it and every descendant."""
+
+    def __init__(self, name: str, memory_bytes: int, processes: int):
+        version, bases = _layout()
+        self.version = version
+        self.dirs = {}
+        for controller, base in bases.items():
+            d = base / "autograder" / name
+            d.mkdir(parents=True, exist_ok=True)
+            self.dirs[controller] = d
+        if version == "v1":
+            (self.dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
+            (self.dirs["pids"] / "pids.max").write_text(str(processes))
+        else:
+            parent = self.dirs["unified"].parent
+            (parent / "cgroup.subtree_control").write_text("+memory +pids")
+            (self.dirs["unified"] / "memory.max").write_text(str(memory_bytes))
+            (self.dirs["unified"] / "memory.swap.max").write_text("0")
+            (self.dirs["unified"] / "pids.max").write_text(str(processes))
+
+    def add(self, pid: int) -> None:
+        for d in self.dirs.values():
+            (d / "cgroup.procs").write_text(str(pid))
+
+    def pids(self) -> list[int]:
+        d = self.dirs.get("pids") or self.dirs["unified"]
+        try:
+            return [int(x) for x in (d / "cgroup.procs").read_text().split()]
+        except FileNotFoundError:
+            return []
+
+    def hit_memory_limit(self) -> bool:
+        try:
+            if self.version == "v1":
+                return int((self.dirs["memory"] / "memory.failcnt").read_text()) > 0
+            events = (self.dirs["unified"] / "memory.events").read_text().split()
+            return int(events[events.index("oom_kill") + 1]) > 0 or int(events[events.index("max") + 1]) > 0
+        except (OSError, ValueError):
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL everything in the group until it is empty (a fork storm is bounded by pids.max), then remove it."""
+        if self.version == "v2":
+            try:
+                (self.dirs["unified"] / "cgroup.kill").write_text("1")
+            except OSError:
+                pass
+        for _ in range(200):
+            pids = self.pids()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.005)
+        for d in self.dirs.values():
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # busy while the last processes exit
+                    time.sleep(0.01)

@@ -1,0 +1,188 @@
+"""Grader side of the sandbox: start the zygote, spawn confined workers, talk to them, kill them.
+
+    with Sandbox(limits, isolate=True, secrets=[...]) as sandbox:
+        worker = sandbox.spawn()        # a fresh fork, confined, in its own cgroup
+        reply, blobs = worker.request({"op": "load", ...}, timeout=limits.load_seconds)
+        worker.kill()                   # the worker and every process it started
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from . import cgroups, wire
+from .limits import Limits
+
+FIRST_UID = 61000  # job uids: FIRST_UID + slot; one per concurrent worker so workers cannot signal each other
+
+
+class SandboxUnavailable(RuntimeError):
+    """Isolation was asked for but cannot be set up here; the message says why and what to do."""
+
+
+class WorkerTimeout(Exception):
+    pass
+
+
+class WorkerCrashed(Exception):
+    pass
+
+
+def isolation_problem() -> str | None:
+    """Why full isolation is impossible on this machine, or None."""
+    if not sys.platform.startswith("linux"):
+        return "isolation needs Linux namespaces"
+    if os.geteuid() != 0:
+        return ("isolation needs root (to create namespaces, cgroups and switch to unprivileged uids); "
+                "run the grader as root, e.g. in its container")
+    return cgroups.available()
+
+
+class Sandbox:
+    def __init__(self, limits: Limits = Limits(), isolate: bool = True, secrets: list[str] = (), slots: int = 8):
+        self.limits, self.isolate = limits, isolate
+        if isolate and (problem := isolation_problem()):
+            raise SandboxUnavailable(f"cannot isolate student code: {problem}. "
+                                     "Use --no-sandbox only for trusted code on your own machine.")
+        self._ctl, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._log = tempfile.TemporaryFile()
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "MPLBACKEND": "Agg",
+               "MPLCONFIGDIR": "/tmp", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+               **{k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")}}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder.sandbox.zygote", str(child_end.fileno())],
+            pass_fds=[child_end.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
+            stdout=self._log, stderr=self._log, start_new_session=True,
+        )
+        child_end.close()
+        package_dir = str(Path(__file__).resolve().parent.parent)
+        config = {"isolate": isolate, "limits": limits.to_json(),
+                  "secrets": sorted({package_dir, str(Path(package_dir).parent), *map(str, secrets)})}
+        self._ctl.sendall(json.dumps(config).encode())
+        self._ready = False
+        self._lock = threading.Lock()
+        self._uids: queue.Queue[int] = queue.Queue()
+        for slot in range(slots):
+            self._uids.put(FIRST_UID + slot)
+        self._names = itertools.count()
+        self._memory_cgroup = isolate
+
+    def wait_ready(self, timeout: float = 180.0) -> None:
+        if self._ready:
+            return
+        self._ctl.settimeout(timeout)
+        try:
+            reply = self._ctl.recv(4096)
+        except socket.timeout:
+            reply = b""
+        if not reply:
+            raise SandboxUnavailable(f"the sandbox template process did not start: {self._zygote_log()}")
+        self._ready = True
+
+    def _zygote_log(self) -> str:
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-2000:] or "(no output)"
+
+    def spawn(self) -> "Worker":
+        """A new worker, forked from the template, confined and waiting for its first request."""
+        self.wait_ready()
+        uid = self._uids.get()
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with self._lock:
+                self._ctl.settimeout(30)
+                socket.send_fds(self._ctl, [json.dumps({"uid": uid}).encode()], [child_end.fileno()])
+                reply = self._ctl.recv(4096)
+            if not reply:
+                raise SandboxUnavailable(f"the sandbox template process died: {self._zygote_log()}")
+            pid = json.loads(reply)["pid"]
+        finally:
+            child_end.close()
+        group = None
+        if self.isolate:
+            group = cgroups.JobGroup(f"{os.getpid()}-{next(self._names)}", self.limits.memory_bytes,
+                                     self.limits.processes)
+            group.add(pid)
+        worker = Worker(self, parent_end, pid, uid, group)
+        worker.start()
+        return worker
+
+    def _release_uid(self, uid: int) -> None:
+        self._uids.put(uid)
+
+    def close(self) -> None:
+        self._ctl.close()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+        self._log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Worker:
+    """One confined process running one submission."""
+
+    def __init__(self, sandbox: Sandbox, sock: socket.socket, pid: int, uid: int, group):
+        self.sandbox, self.sock, self.pid, self.uid, self.group = sandbox, sock, pid, uid, group
+        self.dead = False
+
+    def start(self) -> None:
+        wire.send(self.sock, {"op": "go", "memory_cgroup": self.group is not None})
+        header, _ = self.request(None, timeout=30)
+        if not header.get("ok"):
+            self.kill()
+            raise SandboxUnavailable(f"worker could not confine itself: {header.get('error')}")
+
+    def request(self, header: dict | None, blobs: list[bytes] = (), timeout: float = 10.0):
+        """Send a request (None: only read) and return the validated reply frame."""
+        if self.dead:
+            raise WorkerCrashed("the worker is no longer running")
+        self.sock.settimeout(timeout)
+        try:
+            if header is not None:
+                wire.send(self.sock, header, blobs)
+            return wire.recv(self.sock, self.sandbox.limits.reply_bytes)
+        except socket.timeout:
+            self.kill()
+            raise WorkerTimeout(f"no answer within {timeout:g} s") from None
+        except (wire.WireError, OSError) as e:
+            reason = self.death_reason(e)
+            self.kill()
+            raise WorkerCrashed(reason) from None
+
+    def death_reason(self, error: Exception) -> str:
+        if self.group is not None and self.group.hit_memory_limit():
+            return f"memory limit of {self.sandbox.limits.memory_bytes >> 20} MiB exceeded"
+        if isinstance(error, wire.WireError) and "closed" in str(error):
+            return "the process ended (exit, os._exit, a crash, or a resource limit)"
+        return f"invalid reply: {error}"
+
+    def kill(self) -> None:
+        if self.dead:
+            return
+        self.dead = True
+        self.sock.close()
+        if self.group is not None:
+            self.group.kill()
+        else:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.sandbox._release_uid(self.uid)

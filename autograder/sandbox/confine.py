@@ -1,0 +1,55 @@
+"""Confine a freshly forked worker (runs as root in the child, before any student code).
+
+Order matters: new namespaces (mount, pid, network, IPC, UTS) → fork so the worker is pid 1 of its pid namespace
+(when it dies the kernel kills every process left in it, `setsid` daemons included) → fresh /proc and a private,
+size-capped /tmp → resource limits → no new privileges → drop to the job's unprivileged uid.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+
+from . import linux
+
+
+def enter_namespaces_as_init() -> None:
+    """Unshare namespaces, then fork; the parent half only waits and mirrors the worker's exit status."""
+    linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWNET | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
+    pid = os.fork()
+    if pid:
+        _, status = os.waitpid(pid, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def private_mounts(uid: int, tmp_bytes: int) -> None:
+    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+    linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+    linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
+                f"size={tmp_bytes},mode=0700,uid={uid},gid={uid}")
+
+
+def apply_rlimits(limits: dict, keep_address_space: bool) -> None:
+    def cap(which, value):
+        resource.setrlimit(which, (value, value))
+
+    cap(resource.RLIMIT_CPU, limits["cpu_seconds"])
+    cap(resource.RLIMIT_NPROC, limits["processes"])
+    cap(resource.RLIMIT_FSIZE, limits["file_bytes"])
+    cap(resource.RLIMIT_NOFILE, limits["open_files"])
+    cap(resource.RLIMIT_CORE, 0)
+    if not keep_address_space:  # no memory cgroup: fall back to an address-space cap above what torch already maps
+        with open("/proc/self/statm") as f:
+            mapped = int(f.read().split()[0]) * resource.getpagesize()
+        cap(resource.RLIMIT_AS, mapped + limits["memory_bytes"])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # oversize writes fail with EFBIG instead of killing
+
+
+def drop_privileges(uid: int) -> None:
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    linux.prctl(linux.PR_SET_DUMPABLE, 0)  # no ptrace from other processes of this uid
+    os.umask(0o077)

@@ -1,0 +1,212 @@
+"""The worker: runs one submission's source and answers the grader's calls. Lives only in a confined child.
+
+Everything here is in reach of student code (it shares the process), so nothing here is trusted: the grader
+validates every reply, and the worker holds nothing worth stealing (inputs only, never expected values).
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import socket
+import sys
+import time
+import traceback
+import types
+
+import torch
+
+from . import wire
+
+SUBMISSION_NAME = "attention_submission"
+OUTPUT_PATH = "/tmp/.autograder-output"
+
+class Worker:
+    def __init__(self, sock: socket.socket, output_excerpt: int):
+        self.sock = sock
+        self.module: types.ModuleType | None = None
+        self.handles: dict[int, object] = {}
+        self.used_forbidden: list[str] = []
+        self.output_excerpt = output_excerpt
+
+    # -- setup -------------------------------------------------------------------------------------------------
+    def watch_forbidden(self, qualnames: list[str]) -> None:
+        """Wrap each named API (``"torch.nn.functional.scaled_dot_product_attention"``) to record every use."""
+        import importlib
+
+        for qualname in qualnames:
+            owner_name, _, attr = qualname.rpartition(".")
+            try:
+                owner = importlib.import_module(owner_name)
+            except ImportError:
+                continue
+            original = getattr(owner, attr, None)
+            if original is None:
+                continue
+            if isinstance(original, type):
+                recorder = self._recording_class(original, qualname)
+            else:
+                recorder = self._recording_function(original, qualname)
+            setattr(owner, attr, recorder)
+
+    def _recording_function(self, original, qualname):
+        used = self.used_forbidden
+
+        def recorder(*args, **kwargs):
+            used.append(qualname)
+            return original(*args, **kwargs)
+
+        recorder.__name__ = getattr(original, "__name__", "forbidden")
+        return recorder
+
+    def _recording_class(self, original, qualname):
+        used = self.used_forbidden
+
+        class Recorder(original):
+            def __init__(self, *args, **kwargs):
+                used.append(qualname)
+                super().__init__(*args, **kwargs)
+
+        Recorder.__name__ = Recorder.__qualname__ = original.__name__
+        return Recorder
+
+    def load(self, source: str, filename: str, notebook: bool) -> dict:
+        module = types.ModuleType(SUBMISSION_NAME)
+        module.__file__ = "/submission/" + filename
+        if notebook:
+            module.__dict__.update(display=_quiet, get_ipython=lambda: None)
+        sys.modules[SUBMISSION_NAME] = module
+        started = time.perf_counter()
+        try:
+            code = compile(source, filename, "exec", dont_inherit=True)
+            exec(code, module.__dict__)
+        except BaseException as e:  # SystemExit and KeyboardInterrupt included: the module failed to load
+            return {"ok": False, "error": describe(e)}
+        self.module = module
+        names = [n for n, v in module.__dict__.items() if callable(v) and not n.startswith("_")]
+        return {"ok": True, "names": sorted(names), "seconds": time.perf_counter() - started}
+
+    # -- requests ----------------------------------------------------------------------------------------------
+    def serve(self) -> None:
+        while True:
+            try:
+                header, blobs = wire.recv(self.sock, max_bytes=1 << 30)
+            except (wire.WireError, OSError):
+                return
+            reply, out_blobs = self.handle(header, blobs)
+            wire.send(self.sock, reply, out_blobs)
+
+    def handle(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
+        op = header.get("op")
+        if op == "load":
+            self.watch_forbidden(header.get("forbidden", []))
+            return self.load(header["source"], header["filename"], header.get("notebook", False)), []
+        if op == "output":
+            return self.output(), []
+        if self.module is None:
+            return {"ok": False, "error": {"type": "NotLoaded", "message": "submission not loaded"}}, []
+        del self.used_forbidden[:]
+        try:
+            args = wire.decode(header.get("args", {"list": []}), blobs)
+            kwargs = wire.decode(header.get("kwargs", {"dict": {}}), blobs)
+            if op == "call":
+                result, extra = self.call(header, args, kwargs)
+            elif op == "new":
+                result, extra = self.new(header["target"], args, kwargs), {}
+            elif op == "set_params":
+                result, extra = self.set_params(header["handle"], kwargs), {}
+            else:
+                return {"ok": False, "error": {"type": "BadRequest", "message": f"unknown op {op!r}"}}, []
+        except BaseException as e:
+            return {"ok": False, "error": describe(e), "forbidden": sorted(set(self.used_forbidden))}, []
+        tree, out_blobs = wire.encode({"result": result, **extra})
+        return {"ok": True, "value": tree, "forbidden": sorted(set(self.used_forbidden))}, out_blobs
+
+    def resolve(self, target):
+        if isinstance(target, dict):  # {"handle": n, "method": name}
+            obj = self.handles[target["handle"]]
+            return getattr(obj, target.get("method", "__call__"))
+        value = self.module.__dict__.get(target)
+        if value is None:
+            raise LookupError(f"your file does not define {target!r}")
+        return value
+
+    def call(self, header: dict, args: list, kwargs: dict):
+        fn = self.resolve(header["target"])
+        grad_of = header.get("grad_of") or []
+        for i in grad_of:
+            args[i].requires_grad_(True)
+        result = fn(*args, **kwargs)
+        extra = {}
+        if header.get("return_args"):
+            extra["args_after"] = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+        if grad_of:
+            extra["grads"] = self.gradients(result, header.get("grad_output", 0), args, grad_of)
+        if isinstance(result, torch.nn.Module):
+            self.handles[len(self.handles)] = result
+            result = wire.Handle(len(self.handles) - 1)
+        return result, extra
+
+    def gradients(self, result, index: int, args: list, grad_of: list[int]):
+        """Backpropagate sum(output * w), w a fixed ramp so every element counts; return the grads of `grad_of`."""
+        outputs = [t for t in (result if isinstance(result, (tuple, list)) else [result]) if isinstance(t, torch.Tensor)]
+        try:
+            out = outputs[index]
+            weight = torch.linspace(-1.0, 1.0, out.numel(), dtype=out.dtype).reshape(out.shape)
+            (out * weight).sum().backward()
+        except Exception as e:
+            return {"error": describe(e)}
+        return [args[i].grad for i in grad_of]
+
+    def new(self, target: str, args: list, kwargs: dict):
+        obj = self.resolve(target)(*args, **kwargs)
+        self.handles[len(self.handles)] = obj
+        return wire.Handle(len(self.handles) - 1)
+
+    def set_params(self, handle: int, params: dict):
+        module = self.handles[handle]
+        with torch.no_grad():
+            for name, value in params.items():
+                param = module.get_parameter(name)
+                if tuple(param.shape) != tuple(value.shape):
+                    raise ValueError(f"{name} has shape {tuple(param.shape)}, expected {tuple(value.shape)}")
+                param.copy_(value)
+        return None
+
+    def output(self) -> dict:
+        sys.stdout.flush(), sys.stderr.flush()
+        try:
+            with open(OUTPUT_PATH, "rb") as f:
+                data = f.read(self.output_excerpt * 4)
+                size = os.fstat(f.fileno()).st_size
+        except OSError:
+            data, size = b"", 0
+        return {"ok": True, "text": data.decode("utf-8", "replace")[: self.output_excerpt], "size": size}
+
+
+def _quiet(*args, **kwargs):
+    return None
+
+
+def describe(e: BaseException) -> dict:
+    """A short, safe summary of an exception raised by student code: type, message, the submission's line."""
+    where = ""
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        if frame.filename in ("attention.py", "attention.ipynb") or frame.filename.startswith("/submission/"):
+            where = f"line {frame.lineno}, in {frame.name}"
+            break
+    try:
+        message = str(e)[:500]
+    except Exception:
+        message = "<unprintable>"
+    return {"type": type(e).__name__[:80], "message": message, "where": where}
+
+
+def redirect_output() -> None:
+    """Send fd 1 and 2 to a capped file in the private /tmp (RLIMIT_FSIZE caps it; the excerpt goes back)."""
+    fd = os.open(OUTPUT_PATH, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+    builtins.input = lambda *a, **k: ""

@@ -1,0 +1,122 @@
+"""The zygote: a secret-free template process with torch imported, forking one worker per submission.
+
+Started by `client.Sandbox` as ``python -m autograder.sandbox.zygote FD``; FD is its end of a Unix socket pair.
+Protocol on that socket: the grader sends ``{"isolate", "secrets", "limits"}``, the zygote answers ``{"ready"}``
+once torch is imported and (when isolating) it has moved into the secret-free root. Then, per worker, the grader
+sends ``{"uid"}`` with one file descriptor attached (the worker's end of a fresh socket pair); the zygote forks and
+answers ``{"pid"}``. The forked child confines itself, then serves the grader on that descriptor.
+"""
+from __future__ import annotations
+
+import array
+import json
+import os
+import signal
+import socket
+import sys
+
+# Threads must stay at one: a fork of a process that has run a parallel op can deadlock in libgomp.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import torch  # noqa: E402
+import torch.nn  # noqa: E402,F401
+import torch.nn.functional  # noqa: E402,F401
+
+torch.set_num_threads(1)
+torch.set_num_interop_threads(1)
+
+from . import confine, rootfs, wire, worker  # noqa: E402
+
+PRELOAD = ("math", "numpy", "typing", "warnings", "functools", "itertools", "collections", "dataclasses", "random",
+           "time", "inspect", "gc", "copy", "einops", "matplotlib", "matplotlib.pyplot")
+
+
+def preload() -> None:
+    """Import what submissions commonly import, so no worker pays for it (and a dropped uid needs no disk)."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def recv_request(ctl: socket.socket) -> tuple[dict, list[int]]:
+    fds = array.array("i")
+    data, ancdata, _, _ = ctl.recvmsg(65536, socket.CMSG_LEN(4 * fds.itemsize))
+    if not data:
+        raise EOFError
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return json.loads(data), list(fds)
+
+
+def reap(*_):
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
+    """Runs in the forked child: wait for the grader's go, confine, then serve."""
+    ctl.close()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    sock = socket.socket(fileno=job_fd)
+    limits = config["limits"]
+    go, _ = wire.recv(sock, max_bytes=0)  # the grader has put us in our cgroup
+    try:
+        if config["isolate"]:
+            confine.enter_namespaces_as_init()
+            confine.private_mounts(uid, limits["tmp_bytes"])
+            confine.apply_rlimits(limits, keep_address_space=go.get("memory_cgroup", False))
+            confine.drop_privileges(uid)
+        else:
+            os.chdir(os.environ.get("TMPDIR", "/tmp"))
+    except OSError as e:
+        wire.send(sock, {"ok": False, "error": {"type": "SandboxError", "message": str(e)}})
+        raise
+    os.closerange(3, job_fd)
+    os.closerange(job_fd + 1, 1 << 16)
+    if config["isolate"]:
+        worker.redirect_output()
+    w = worker.Worker(sock, limits["output_excerpt"])
+    wire.send(sock, {"ok": True, "ready": True})
+    w.serve()
+
+
+def main() -> None:
+    ctl = socket.socket(fileno=int(sys.argv[1]))
+    config = json.loads(ctl.recv(1 << 20))
+    preload()
+    if config["isolate"]:
+        rootfs.enter_secret_free_root(config["secrets"])
+    signal.signal(signal.SIGCHLD, reap)
+    ctl.sendall(json.dumps({"ready": True}).encode())
+    while True:
+        try:
+            request, fds = recv_request(ctl)
+        except (EOFError, ConnectionError):
+            break
+        except InterruptedError:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                child(fds[0], ctl, config, request["uid"])
+            except BaseException:
+                code = 70
+            finally:
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        ctl.sendall(json.dumps({"pid": pid}).encode())
+
+
+if __name__ == "__main__":
+    main()
