@@ -102,7 +102,7 @@ def extract_zip(archive: Path, target: Path) -> Path:
                 problems.append(f"{name}: path goes outside the archive (..)")
             elif stat.S_ISLNK(mode):
                 problems.append(f"{name}: symbolic link")
-            elif mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            elif stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):  # 0: no type recorded (plain file)
                 problems.append(f"{name}: special file")
             total += info.file_size
             if info.compress_size and info.file_size / info.compress_size > MAX_ZIP_RATIO and info.file_size > 1 << 20:

@@ -51,6 +51,18 @@ def available() -> str | None:
     return None
 
 
+def remove_stale() -> None:
+    """Kill and remove job groups left by graders that no longer run (e.g. one killed with kill -9)."""
+    layout = _layout()
+    if layout is None:
+        return
+    for base in layout[1].values():
+        for d in sorted((base / "autograder").glob("*-*")):
+            owner = d.name.split("-", 1)[0]
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                JobGroup.adopt(layout[0], d).kill()
+
+
 class JobGroup:
     """One worker's cgroup(s). `add(pid)` before the worker runs; `kill()` ends it and every descendant."""
 
@@ -71,6 +83,13 @@ class JobGroup:
             (self.dirs["unified"] / "memory.max").write_text(str(memory_bytes))
             (self.dirs["unified"] / "memory.swap.max").write_text("0")
             (self.dirs["unified"] / "pids.max").write_text(str(processes))
+
+    @classmethod
+    def adopt(cls, version: str, directory: Path) -> "JobGroup":
+        """An existing group directory (one hierarchy is enough to kill its processes and remove it)."""
+        group = cls.__new__(cls)
+        group.version, group.dirs = version, {"pids" if version == "v1" else "unified": directory}
+        return group
 
     def add(self, pid: int) -> None:
         for d in self.dirs.values():

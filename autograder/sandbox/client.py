@@ -53,6 +53,8 @@ class Sandbox:
         if isolate and (problem := isolation_problem()):
             raise SandboxUnavailable(f"cannot isolate student code: {problem}. "
                                      "Use --no-sandbox only for trusted code on your own machine.")
+        if isolate:
+            cgroups.remove_stale()
         self._ctl, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = tempfile.TemporaryFile()
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "MPLBACKEND": "Agg",
@@ -77,16 +79,18 @@ class Sandbox:
         self._memory_cgroup = isolate
 
     def wait_ready(self, timeout: float = 180.0) -> None:
-        if self._ready:
-            return
-        self._ctl.settimeout(timeout)
-        try:
-            reply = self._ctl.recv(4096)
-        except socket.timeout:
-            reply = b""
-        if not reply:
-            raise SandboxUnavailable(f"the sandbox template process did not start: {self._zygote_log()}")
-        self._ready = True
+        """Block until the zygote has imported torch and hidden the secrets (safe from any thread)."""
+        with self._lock:
+            if self._ready:
+                return
+            self._ctl.settimeout(timeout)
+            try:
+                reply = self._ctl.recv(4096)
+            except socket.timeout:
+                reply = b""
+            if not reply:
+                raise SandboxUnavailable(f"the sandbox template process did not start: {self._zygote_log()}")
+            self._ready = True
 
     def _zygote_log(self) -> str:
         self._log.seek(0)

@@ -24,7 +24,7 @@ import torch.nn.functional  # noqa: E402,F401
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
-from . import confine, rootfs, wire, worker  # noqa: E402
+from . import confine, linux, rootfs, wire, worker  # noqa: E402
 
 PRELOAD = ("math", "numpy", "typing", "warnings", "functools", "itertools", "collections", "dataclasses", "random",
            "time", "inspect", "gc", "copy", "einops", "matplotlib", "matplotlib.pyplot")
@@ -65,6 +65,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
     """Runs in the forked child: wait for the grader's go, confine, then serve."""
     ctl.close()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # the zygote gone (grader killed): so are we
     os.setsid()
     sock = socket.socket(fileno=job_fd)
     limits = config["limits"]
@@ -75,6 +76,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
             confine.private_mounts(uid, limits["tmp_bytes"])
             confine.apply_rlimits(limits, keep_address_space=go.get("memory_cgroup", False))
             confine.drop_privileges(uid)
+            linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change: set it again
         else:
             os.chdir(os.environ.get("TMPDIR", "/tmp"))
     except OSError as e:
@@ -90,6 +92,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
 
 
 def main() -> None:
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # die with the grader, even under kill -9
     ctl = socket.socket(fileno=int(sys.argv[1]))
     config = json.loads(ctl.recv(1 << 20))
     preload()

@@ -1,0 +1,148 @@
+"""Grading a class through the real CLI: intake layouts, unsafe zips, the gradebook, kill -9 and --resume."""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SOLUTION
+
+
+
+def autograder(*args, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], capture_output=True, text=True,
+                          timeout=600, **kwargs)
+
+
+def make_class(root: Path, n_correct: int = 3) -> Path:
+    """Per-student folders (nested layouts), per-student files, an empty folder and a folder with two files."""
+    solution = SOLUTION.read_text()
+    for i in range(n_correct):
+        (root / f"ok{i}" / "deep" / "er").mkdir(parents=True)
+        (root / f"ok{i}" / "deep" / "er" / "attention.py").write_text(solution)
+    (root / "no_scale.py").write_text(solution.replace("/ math.sqrt(d_head)", ""))
+    (root / "empty").mkdir()
+    (root / "empty" / "notes.txt").write_text("I could not finish")
+    (root / "two").mkdir()
+    (root / "two" / "attention.py").write_text(solution)
+    (root / "two" / "attention.ipynb").write_text("{}")
+    return root
+
+
+def read_csv(path: Path) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(path.read_text())))
+
+
+def test_class_folder_outputs_and_ungradable_reasons(tmp_path):
+    out = tmp_path / "out"
+    result = autograder("grade", make_class(tmp_path / "class"), "--out", out, "-q")
+    assert result.returncode == 0, result.stderr
+    rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
+    assert list(rows) == sorted(rows) == ["empty", "no_scale", "ok0", "ok1", "ok2", "two"]
+    header = (out / "grades.csv").read_text().splitlines()[0].split(",")
+    assert header[:3] == ["student", "score", "max_score"] and "sdpa_scaling" in header
+    assert rows["ok0"]["score"] == "20" and rows["empty"]["score"] == "0"
+    assert 0 < float(rows["no_scale"]["score"]) < 20 and rows["no_scale"]["sdpa_scaling"] == "0"
+    report = (out / "report.html").read_text()
+    assert "no attention.py or attention.ipynb found" in report and "2 candidate files" in report
+    assert "data:image/png;base64," in report and "no_scale" in report
+    feedback = (out / "feedback" / "no_scale.md").read_text()
+    assert "√d_head" in feedback and "sqrt(d_head)" in feedback  # the diagnosis, in both languages
+    assert (out / "feedback" / "no_scale.html").read_text().startswith("<!doctype html>")
+    assert '"tests"' in (out / "results" / "ok1.json").read_text()
+
+
+def test_zip_with_parent_entries_or_symlinks_is_refused(tmp_path):
+    for name, add in {
+        "traversal": lambda z: z.writestr("../../evil.py", "x = 1"),
+        "symlink": lambda z: z.writestr(_symlink_info("alice/attention.py"), "/etc/passwd"),
+        "absolute": lambda z: z.writestr("/tmp/abs.py", "x = 1"),
+    }.items():
+        archive = tmp_path / f"{name}.zip"
+        with zipfile.ZipFile(archive, "w") as z:
+            z.writestr("bob/attention.py", SOLUTION.read_text())
+            add(z)
+        result = autograder("grade", archive, "--out", tmp_path / f"out-{name}", "-q")
+        assert result.returncode == 2 and "refusing" in result.stderr, (name, result.stderr)
+        assert not (tmp_path / "evil.py").exists() and not (tmp_path / f"out-{name}" / "grades.csv").exists()
+
+
+def _symlink_info(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info
+
+
+def test_lms_zip_and_nbgrader_layout(tmp_path):
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("submissions/carol.py", SOLUTION.read_text())
+        z.writestr("submissions/dave/attention.py", SOLUTION.read_text())
+    assert autograder("grade", archive, "--out", tmp_path / "a", "-q").returncode == 0
+    assert [r["student"] for r in read_csv(tmp_path / "a" / "grades.csv")] == ["carol", "dave"]
+
+    course = tmp_path / "course"
+    (course / "submitted" / "erin" / "attention").mkdir(parents=True)
+    shutil.copy(SOLUTION, course / "submitted" / "erin" / "attention" / "attention.py")
+    assert autograder("grade", course, "--out", tmp_path / "b", "-q").returncode == 0
+    assert read_csv(tmp_path / "b" / "grades.csv")[0]["student"] == "erin"
+
+
+def test_existing_gradebook_needs_resume_or_force(tmp_path):
+    cls = make_class(tmp_path / "class", n_correct=1)
+    out = tmp_path / "out"
+    assert autograder("grade", cls, "--out", out, "-q").returncode == 0
+    again = autograder("grade", cls, "--out", out, "-q")
+    assert again.returncode == 2 and "--resume" in again.stderr
+    (cls / "no_scale.py").write_text(SOLUTION.read_text())  # the student fixed it
+    resumed = autograder("grade", cls, "--out", out, "--resume")
+    assert resumed.returncode == 0 and "graded 1, kept 3 unchanged" in resumed.stdout
+    assert {r["student"]: r["score"] for r in read_csv(out / "grades.csv")}["no_scale"] == "20"
+    forced = autograder("grade", cls, "--out", out, "--force")
+    assert "graded 4, kept 0" in forced.stdout
+
+
+def test_kill_9_then_resume_gives_the_same_grades(tmp_path):
+    cls = tmp_path / "class"
+    cls.mkdir()
+    solution = SOLUTION.read_text()
+    for i in range(24):
+        (cls / f"s{i:02d}.py").write_text(solution if i % 4 else solution.replace("dim=-1", "dim=-2"))
+    reference = tmp_path / "uninterrupted"
+    assert autograder("grade", cls, "--out", reference, "-q", "-j", "1").returncode == 0
+
+    out = tmp_path / "interrupted"
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(cls), "--out", str(out), "-q", "-j", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and _rows(out) < 5:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    saved = _rows(out)
+    assert 5 <= saved < 24, saved
+    assert not (out / "grades.csv").exists()
+
+    resumed = autograder("grade", cls, "--out", out, "--resume", "-j", "1")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"graded {24 - saved}, kept {saved} unchanged" in resumed.stdout
+    assert (out / "grades.csv").read_bytes() == (reference / "grades.csv").read_bytes()
+
+
+def _rows(out: Path) -> int:
+    try:
+        with sqlite3.connect(out / "gradebook.sqlite", timeout=1) as db:
+            return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    except sqlite3.Error:
+        return 0

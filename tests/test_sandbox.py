@@ -1,0 +1,136 @@
+"""The worker's confinement, probed from inside by code written like a hostile submission."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from autograder.sandbox import wire
+from autograder.sandbox.client import Sandbox, SandboxUnavailable, WorkerCrashed, WorkerTimeout
+from conftest import ROOT, TEST_LIMITS
+
+
+def run(sandbox, source: str, fn: str = "probe", *args, timeout: float = 5.0):
+    """Load `source` in a fresh worker and return what `fn(*args)` gives back (or raise the worker's fate)."""
+    worker = sandbox.spawn()
+    try:
+        header, _ = worker.request({"op": "load", "source": source, "filename": "attention.py"}, timeout=timeout)
+        assert header["ok"], header
+        tree, blobs = wire.encode(list(args))
+        reply, out = worker.request({"op": "call", "target": fn, "args": tree}, blobs, timeout=timeout)
+        assert reply["ok"], reply
+        return wire.decode(reply["value"], out)["result"]
+    finally:
+        worker.kill()
+
+
+def test_worker_runs_as_unprivileged_pid_1(sandbox):
+    uid, pid = run(sandbox, "import os\ndef probe(): return [os.getuid(), os.getpid()]")
+    assert uid >= 61000 and pid == 1
+
+
+@pytest.mark.parametrize("path", [
+    str(ROOT / "autograder" / "assignments" / "attention" / "references.npz"),
+    str(ROOT / "autograder" / "assignments" / "attention" / "checks.py"),
+    str(ROOT / "solutions" / "attention" / "attention.py"),
+    str(ROOT / "assignments" / "attention" / "attention.py"),
+    "/etc/shadow",
+])
+def test_secrets_are_not_readable(sandbox, path):
+    source = f"def probe():\n    try:\n        return open({path!r}, 'rb').read(20).hex()\n    except OSError as e:\n        return type(e).__name__"
+    assert run(sandbox, source) in ("FileNotFoundError", "PermissionError")
+
+
+def test_filesystem_shows_only_system_and_python(sandbox):
+    top = run(sandbox, "import os\ndef probe(): return sorted(os.listdir('/'))")
+    assert set(top) <= {"usr", "etc", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "dev", "proc", "tmp",
+                        "root", "opt", "home", "work", "srv", "var", "mnt"}
+    # the repository root exists at most as a skeleton holding the virtualenv
+    listed = run(sandbox, f"import os\ndef probe():\n    try: return os.listdir({str(ROOT)!r})\n    except OSError: return []")
+    assert set(listed) <= {".venv"}
+
+
+def test_no_network(sandbox):
+    source = ("import socket\ndef probe():\n    s = socket.socket()\n    s.settimeout(1)\n"
+              "    try:\n        s.connect(('127.0.0.1', 22)); return 'connected'\n"
+              "    except OSError as e:\n        return type(e).__name__")
+    assert run(sandbox, source) in ("OSError", "ConnectionRefusedError")  # loopback is down: ENETUNREACH
+
+
+def test_writes_outside_tmp_fail_and_tmp_is_private(sandbox, tmp_path):
+    target = tmp_path / "pwned"
+    source = (f"def probe():\n    out = []\n    for p in [{str(target)!r}, '/pwned', '/usr/pwned']:\n"
+              "        try:\n            open(p, 'w').write('x'); out.append('wrote')\n"
+              "        except OSError as e:\n            out.append(type(e).__name__)\n"
+              "    open('/tmp/mine', 'w').write('ok')\n    return out")
+    assert "wrote" not in run(sandbox, source)
+    assert not target.exists()
+    # a second worker does not see the first one's /tmp
+    assert run(sandbox, "import os\ndef probe(): return os.path.exists('/tmp/mine')") is False
+
+
+def test_file_size_is_capped(sandbox):
+    source = ("def probe():\n    try:\n        open('/tmp/big', 'wb').write(b'x' * (8 << 20)); return 'wrote'\n"
+              "    except OSError as e:\n        return type(e).__name__")
+    assert run(sandbox, source) == "OSError"
+
+
+def test_infinite_loop_ignoring_signals_is_killed(sandbox):
+    source = ("import signal\nfor s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)\n"
+              "def probe():\n    while True: pass")
+    started = time.monotonic()
+    with pytest.raises(WorkerTimeout):
+        run(sandbox, source, timeout=1.0)
+    assert time.monotonic() - started < 5
+
+
+def test_memory_cap_kills_the_worker(sandbox):
+    source = "import torch\ndef probe(): return float(torch.ones(3 << 30, dtype=torch.uint8).sum())"
+    with pytest.raises(WorkerCrashed, match="memory limit"):
+        run(sandbox, source, timeout=20)
+
+
+def test_setsid_daemon_and_fork_storm_die_with_the_worker(sandbox, tmp_path):
+    source = ("import os, time\n"
+              "def probe():\n"
+              "    pids = []\n"
+              "    for _ in range(100):\n"
+              "        try:\n"
+              "            pid = os.fork()\n"
+              "        except OSError:\n"
+              "            break\n"
+              "        if pid == 0:\n"
+              "            os.setsid(); time.sleep(60); os._exit(0)\n"
+              "        pids.append(pid)\n"
+              "    return len(pids)\n")
+    worker = sandbox.spawn()
+    worker.request({"op": "load", "source": source, "filename": "attention.py"}, timeout=5)
+    reply, blobs = worker.request({"op": "call", "target": "probe", "args": {"list": []}}, timeout=10)
+    forked = wire.decode(reply["value"], blobs)["result"]
+    assert 0 < forked < TEST_LIMITS.processes  # the storm hit the process cap
+    group = worker.group
+    assert len(group.pids()) > 1
+    worker.kill()
+    assert group.pids() == []  # every descendant, setsid or not, is gone
+
+
+def test_refuses_without_root_or_says_why(monkeypatch):
+    import os
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SandboxUnavailable, match="--no-sandbox"):
+        Sandbox(TEST_LIMITS, isolate=True)
+
+
+def test_forbidden_api_calls_are_recorded(sandbox):
+    worker = sandbox.spawn()
+    try:
+        source = "import torch.nn.functional as F\ndef probe(q): return F.scaled_dot_product_attention(q, q, q)"
+        worker.request({"op": "load", "source": source, "filename": "attention.py",
+                        "forbidden": ["torch.nn.functional.scaled_dot_product_attention"]}, timeout=5)
+        tree, blobs = wire.encode([torch.ones(2, 3)])
+        reply, _ = worker.request({"op": "call", "target": "probe", "args": tree}, blobs, timeout=5)
+        assert reply["forbidden"] == ["torch.nn.functional.scaled_dot_product_attention"]
+    finally:
+        worker.kill()
