@@ -41,25 +41,29 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-def tensor(value, what: str, shape=None, dtype=None) -> torch.Tensor:
+def tensor(value, what: str, shape=None, dtype=None, diagnose=None) -> torch.Tensor:
     """`value` must be a tensor of exactly this shape (tuple) and dtype; returns it."""
     if type(value) is not torch.Tensor:
         fail(f"{what} should be a torch.Tensor, got {_describe(value)}",
-             f"{what} 应当是 torch.Tensor，实际是 {_describe(value)}")
+             f"{what} 应当是 torch.Tensor，实际是 {_describe(value)}", safely(diagnose))
     if shape is not None and tuple(value.shape) != tuple(shape):
         fail(f"{what} has shape {list(value.shape)}, expected {list(shape)}",
-             f"{what} 的形状是 {list(value.shape)}，应为 {list(shape)}")
+             f"{what} 的形状是 {list(value.shape)}，应为 {list(shape)}", safely(diagnose))
     if dtype is not None and value.dtype != dtype:
         fail(f"{what} has dtype {value.dtype}, expected {dtype}",
-             f"{what} 的 dtype 是 {value.dtype}，应为 {dtype}")
+             f"{what} 的 dtype 是 {value.dtype}，应为 {dtype}", safely(diagnose))
     return value
+
+
+NOT_A_PAIR = Diagnosis("not_a_pair", "函数必须返回两个张量组成的元组 (output, weights)，不能只返回一个。",
+                      "The function must return a tuple of two tensors, (output, weights), not a single value.")
 
 
 def pair(value, what: str):
     """`value` must be a tuple or list of exactly two items (e.g. (output, weights))."""
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         fail(f"{what} should return a pair (output, weights), got {_describe(value)}",
-             f"{what} 应返回二元组 (output, weights)，实际是 {_describe(value)}")
+             f"{what} 应返回二元组 (output, weights)，实际是 {_describe(value)}", NOT_A_PAIR)
     return value
 
 
@@ -85,9 +89,18 @@ def close(actual, expected: torch.Tensor, what: str, atol: float = ATOL, rtol: f
                  f"{what} 与期望值在 {bad.sum().item()}/{bad.numel()} 个位置不一致"
                  f"（最大差 {err.max().item():.3g}，第一个位置 {index}）")
     except CheckFailed as failure:
-        diagnosis = diagnose() if diagnose else None
-        raise CheckFailed(failure.en, failure.zh, diagnosis) from None
+        raise CheckFailed(failure.en, failure.zh, safely(diagnose)) from None
     return actual
+
+
+def safely(diagnose) -> Diagnosis | None:
+    """Run a diagnosis; a diagnosis that cannot decide (or breaks on odd input) gives no diagnosis."""
+    if diagnose is None:
+        return None
+    try:
+        return diagnose()
+    except Exception:
+        return None
 
 
 def equal(actual, expected: torch.Tensor, what: str) -> torch.Tensor:

@@ -5,6 +5,7 @@ is replaced for the next check). Checks of a function that uses a forbidden API 
 """
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from .expect import CheckFailed
 from .results import CheckResult, SubmissionResult
 from .student import ForbiddenAPIUsed, RemoteStudent, Session, StudentError, SubmissionLoadError
 from .submission import Submission, SubmissionError, load
+
+log = logging.getLogger(__name__)
 
 
 def grade_file(path: Path, student: str, suite: Suite, sandbox: Sandbox, limits: Limits,
@@ -46,12 +49,20 @@ def grade_submission(submission: Submission, student: str, suite: Suite, sandbox
     session = Session(sandbox, submission, list(suite.forbidden), limits)
     proxy = RemoteStudent(session)
     checks = []
+    stopped: dict[str, CheckResult] = {}  # function -> the check where it hung or killed its worker
     try:
         for check in suite.checks:
             if check.function in static:
                 checks.append(_forbidden(check, sorted(static[check.function]), suite))
-                continue
-            checks.append(run_check(check, proxy, refs, suite))
+            elif check.function in stopped:
+                first = stopped[check.function]
+                checks.append(_result(check, 0.0, first.status, f"not run: {check.function} already {first.status} "
+                                      f"in {first.name}", f"未运行：{check.function} 在 {first.name} 中已{first.status}"))
+            else:
+                result = run_check(check, proxy, refs, suite)
+                if result.status in ("timeout", "crashed"):
+                    stopped[check.function] = result
+                checks.append(result)
     finally:
         session.close()
     score = sum(c.score for c in checks)
@@ -81,6 +92,10 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite) -> CheckResult:
         r = _result(check, 0.0, "timeout", f"timed out: {e} (an infinite loop?)", f"超时：{e}（是否有死循环？）")
     except WorkerCrashed as e:
         r = _result(check, 0.0, "crashed", f"your code stopped the process: {e}", f"你的代码使进程终止：{e}")
+    except Exception as e:  # a bug in the check itself: never the student's fault, never fatal to the run
+        log.exception("check %s raised", check.name)
+        r = _result(check, 0.0, "error", f"internal grader error in {check.name}: {type(e).__name__}: {e}; "
+                    "please report it to the course staff", f"评分程序内部错误（{check.name}），请联系课程助教")
     else:
         r = _result(check, check.points, "passed")
     r.seconds = time.perf_counter() - started

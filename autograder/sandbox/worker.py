@@ -6,6 +6,9 @@ validates every reply, and the worker holds nothing worth stealing (inputs only,
 from __future__ import annotations
 
 import builtins
+import contextlib
+import fnmatch
+import io
 import os
 import socket
 import sys
@@ -26,14 +29,18 @@ class Worker:
         self.module: types.ModuleType | None = None
         self.handles: dict[int, object] = {}
         self.used_forbidden: list[str] = []
+        self.aten_patterns: list[str] = []
         self.output_excerpt = output_excerpt
 
     # -- setup -------------------------------------------------------------------------------------------------
-    def watch_forbidden(self, qualnames: list[str]) -> None:
-        """Wrap each named API (``"torch.nn.functional.scaled_dot_product_attention"``) to record every use."""
+    def watch_forbidden(self, names: list[str]) -> None:
+        """Record every use of a forbidden API. Python names (``"torch.nn.functional.scaled_dot_product_attention"``)
+        are wrapped; ATen patterns (``"aten::*scaled_dot_product*"``) are matched on every op dispatched during a
+        call, which also catches `torch.ops.aten...` reached through getattr tricks."""
         import importlib
 
-        for qualname in qualnames:
+        self.aten_patterns = [n for n in names if n.startswith("aten::")]
+        for qualname in (n for n in names if not n.startswith("aten::")):
             owner_name, _, attr = qualname.rpartition(".")
             try:
                 owner = importlib.import_module(owner_name)
@@ -109,9 +116,11 @@ class Worker:
             args = wire.decode(header.get("args", {"list": []}), blobs)
             kwargs = wire.decode(header.get("kwargs", {"dict": {}}), blobs)
             if op == "call":
-                result, extra = self.call(header, args, kwargs)
+                with recording_ops(self.aten_patterns, self.used_forbidden):
+                    result, extra = self.call(header, args, kwargs)
             elif op == "new":
-                result, extra = self.new(header["target"], args, kwargs), {}
+                with recording_ops(self.aten_patterns, self.used_forbidden):
+                    result, extra = self.new(header["target"], args, kwargs), {}
             elif op == "set_params":
                 result, extra = self.set_params(header["handle"], kwargs), {}
             else:
@@ -183,6 +192,43 @@ class Worker:
         return {"ok": True, "text": data.decode("utf-8", "replace")[: self.output_excerpt], "size": size}
 
 
+@contextlib.contextmanager
+def recording_ops(patterns: list[str], used: list[str]):
+    """Profile the block and record which of `patterns` (``"aten::*scaled_dot_product*"``) its ATen ops matched.
+    The profiler sees every op as it enters the dispatcher, before any decomposition, however it was reached."""
+    if not patterns:
+        yield
+        return
+    try:
+        with _quiet_fd2():
+            profiler = torch.autograd.profiler.profile()
+            profiler.__enter__()
+    except Exception:  # e.g. no thread left for the profiler (the submission used up its processes)
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _quiet_fd2():
+            profiler.__exit__(None, None, None)
+        names = {event.name for event in profiler.function_events}
+        used.extend(p for p in patterns if any(fnmatch.fnmatchcase(n, p) for n in names))
+
+
+@contextlib.contextmanager
+def _quiet_fd2():
+    """The profiler logs a line to fd 2 when it starts and stops: keep that out of the student's output."""
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 def _quiet(*args, **kwargs):
     return None
 
@@ -201,12 +247,36 @@ def describe(e: BaseException) -> dict:
     return {"type": type(e).__name__[:80], "message": message, "where": where}
 
 
-def redirect_output() -> None:
-    """Send fd 1 and 2 to a capped file in the private /tmp (RLIMIT_FSIZE caps it; the excerpt goes back)."""
+class CappedOutput(io.TextIOBase):
+    """sys.stdout / sys.stderr of a worker: keeps the first `cap` bytes in the output file, silently drops the
+    rest, so printing a lot never fails the submission (and never fills the disk)."""
+
+    def __init__(self, fd: int, shared: list[int], cap: int):
+        self.fd, self.shared, self.cap = fd, shared, cap
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text) -> int:
+        text = str(text)
+        room = self.cap - self.shared[0]
+        if room > 0:
+            data = text.encode("utf-8", "replace")[:room]
+            try:
+                os.write(self.fd, data)
+            except OSError:
+                pass
+            self.shared[0] += len(data)
+        return len(text)
+
+
+def redirect_output(cap: int) -> None:
+    """Send fd 1 and 2 to a file in the private /tmp; Python-level output is capped at `cap` bytes."""
     fd = os.open(OUTPUT_PATH, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+    written = [0]
+    sys.stdout = CappedOutput(1, written, cap)
+    sys.stderr = CappedOutput(2, written, cap)
     builtins.input = lambda *a, **k: ""

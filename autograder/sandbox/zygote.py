@@ -85,7 +85,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
     os.closerange(3, job_fd)
     os.closerange(job_fd + 1, 1 << 16)
     if config["isolate"]:
-        worker.redirect_output()
+        worker.redirect_output(cap=limits["file_bytes"] // 2)
     w = worker.Worker(sock, limits["output_excerpt"])
     wire.send(sock, {"ok": True, "ready": True})
     w.serve()

@@ -18,6 +18,8 @@ FORBIDDEN = {
     "torch.nn.functional.multi_head_attention_forward": "ready-made multi-head attention",
     "torch.nn.MultiheadAttention": "ready-made multi-head attention",
     "torch._C._nn.scaled_dot_product_attention": "ready-made attention",
+    "aten::*scaled_dot_product*": "ready-made attention (reached through torch.ops)",
+    "aten::*multi_head_attention*": "ready-made multi-head attention (reached through torch.ops)",
 }
 SDPA = "scaled_dot_product_attention"
 MHA = "MultiHeadAttention"
