@@ -14,7 +14,7 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)  ## grade the shipped demo class
-	$(BIN)/autograder grade examples/demo_class --out build/demo
+	$(BIN)/autograder grade examples/demo_class --out build/demo --resume
 
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest

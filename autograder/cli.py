@@ -67,3 +67,16 @@ def grade(
     paths = write_outputs(out, suite, results)
     if not quiet:
         print_summary(suite, results, stats, paths)
+
+
+@app.command()
+def check(
+    path: Path = typer.Argument(Path("."), help="Your assignment folder (or your attention.py / attention.ipynb)."),
+    lang: str = typer.Option(None, "--lang", help="zh or en (default: the course's language)."),
+    plot: bool = typer.Option(False, "--plot", help="Also save attention pictures (PNG) next to your file."),
+    assignment: str = typer.Option("attention", help="Assignment id."),
+) -> None:
+    """Students: run the public tests on your own code, offline, and see what to fix."""
+    from autograder.student.check import run_check_command
+
+    raise typer.Exit(run_check_command(path=path, lang=lang, plot=plot, assignment=assignment))

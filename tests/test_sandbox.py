@@ -112,6 +112,9 @@ def test_setsid_daemon_and_fork_storm_die_with_the_worker(sandbox, tmp_path):
     group = worker.group
     assert len(group.pids()) > 1
     worker.kill()
+    deadline = time.monotonic() + 5
+    while group.pids() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert group.pids() == []  # every descendant, setsid or not, is gone
 
 

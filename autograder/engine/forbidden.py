@@ -8,9 +8,10 @@ from __future__ import annotations
 import ast
 
 
-def scan(source: str, forbidden: list[str]) -> dict[str, set[str]]:
-    attrs = {q.rpartition(".")[2]: q for q in forbidden if "::" not in q}  # ATen patterns are checked at run time
-    tree = ast.parse(source)
+def scan(tree: ast.Module | str, forbidden: list[str]) -> dict[str, set[str]]:
+    if isinstance(tree, str):
+        tree = ast.parse(tree)
+    attrs = {q.rpartition(".")[2]: q for q in forbidden if not q.startswith("op:")}  # op patterns: run time only
     aliases: dict[str, str] = {}  # module-level name -> forbidden API it stands for
     for node in tree.body:
         for name, api in _bindings(node, attrs):

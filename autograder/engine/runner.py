@@ -14,7 +14,7 @@ from autograder.sandbox.limits import Limits
 
 from . import forbidden as forbidden_scan
 from .checks import Check, Suite
-from .expect import CheckFailed
+from .expect import CheckFailed, Diagnosis
 from .results import CheckResult, SubmissionResult
 from .student import ForbiddenAPIUsed, RemoteStudent, Session, StudentError, SubmissionLoadError
 from .submission import Submission, SubmissionError, load
@@ -45,7 +45,7 @@ def ungradable(student: str, suite: Suite, path: Path | None, en: str, zh: str,
 
 def grade_submission(submission: Submission, student: str, suite: Suite, sandbox: Sandbox, limits: Limits,
                      refs: dict) -> SubmissionResult:
-    static = forbidden_scan.scan(submission.source, list(suite.forbidden))
+    static = forbidden_scan.scan(submission.tree, list(suite.forbidden))
     session = Session(sandbox, submission, list(suite.forbidden), limits)
     proxy = RemoteStudent(session)
     checks = []
@@ -76,9 +76,7 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite) -> CheckResult:
     try:
         check.run(**{name: fixtures[name] for name in check.fixtures})
     except CheckFailed as e:
-        r = _result(check, 0.0, "failed", e.en, e.zh)
-        if e.diagnosis:
-            r.diagnosis, r.diagnosis_zh, r.diagnosis_en = e.diagnosis.id, e.diagnosis.zh, e.diagnosis.en
+        r = _diagnose(_result(check, 0.0, "failed", e.en, e.zh), e.diagnosis)
     except ForbiddenAPIUsed as e:
         r = _forbidden(check, e.apis, suite)
     except SubmissionLoadError as e:
@@ -88,6 +86,7 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite) -> CheckResult:
             r = _result(check, 0.0, "not_implemented", f"TODO({e.todo}) is not done yet", f"TODO({e.todo}) 还没有完成")
         else:
             r = _result(check, 0.0, "error", f"your code raised {_summary(e)}", f"你的代码抛出了异常 {_summary(e)}")
+            _diagnose(r, e.diagnosis)
     except WorkerTimeout as e:
         r = _result(check, 0.0, "timeout", f"timed out: {e} (an infinite loop?)", f"超时：{e}（是否有死循环？）")
     except WorkerCrashed as e:
@@ -107,11 +106,24 @@ def _summary(e: StudentError) -> str:
     return f"{e.type}: {e.message[:300]}{where}"
 
 
+def _diagnose(result: CheckResult, diagnosis: Diagnosis | None) -> CheckResult:
+    if diagnosis is not None:
+        result.diagnosis, result.diagnosis_zh, result.diagnosis_en = diagnosis.id, diagnosis.zh, diagnosis.en
+    return result
+
+
 def _forbidden(check: Check, apis: list[str], suite: Suite) -> CheckResult:
     why_en = "; ".join(f"{api}: {suite.forbidden.get(api, 'ready-made attention')}" for api in apis)
-    return _result(check, 0.0, "forbidden",
-                   f"{check.function} uses a forbidden API ({why_en}); implement it yourself",
-                   f"{check.function} 使用了禁止的现成 API（{', '.join(apis)}）；请自己实现")
+    result = _result(check, 0.0, "forbidden",
+                     f"{check.function} uses a forbidden API ({why_en}); implement it yourself",
+                     f"{check.function} 使用了禁止的现成 API（{', '.join(apis)}）；请自己实现")
+    return _diagnose(result, FORBIDDEN_API)
+
+
+FORBIDDEN_API = Diagnosis("forbidden_api", "你调用了作业要求你自己实现的现成函数：只要还在用它，这个函数的检查都得 0 分。请删掉这个调用，用基本的张量运算自己写。",
+                          "You call a ready-made function that the assignment asks you to write yourself: every check "
+                          "of this function scores 0 while it is used. Remove the call and build the computation "
+                          "from basic tensor operations.")
 
 
 def _result(check: Check, score: float, status: str, en: str = "", zh: str = "") -> CheckResult:

@@ -21,7 +21,10 @@ TODO = re.compile(r"TODO\((\w+)\)")
 
 
 class StudentError(Exception):
-    """Student code raised; carries the worker's summary (type, message, where)."""
+    """Student code raised; carries the worker's summary (type, message, where). A check that recognises why may
+    set `diagnosis` (an `expect.Diagnosis`) before re-raising it."""
+
+    diagnosis = None
 
     def __init__(self, error: dict):
         self.type = str(error.get("type", "Exception"))

@@ -2,11 +2,12 @@
 flattened to their code cells in order with IPython magics, shell escapes and otter calls neutralised."""
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -31,6 +32,7 @@ class Submission:
     filename: str        # name shown in tracebacks: attention.py / attention.ipynb
     notebook: bool
     sha256: str          # of the raw file bytes: a changed submission is regraded
+    tree: ast.Module = field(repr=False, compare=False)  # parsed once, for the static scans
 
 
 def read_bytes(path: Path) -> bytes:
@@ -95,10 +97,10 @@ def load(path: Path) -> Submission:
     notebook = path.suffix == ".ipynb"
     source = notebook_source(text, path.name) if notebook else text
     try:
-        compile(source, path.name, "exec", dont_inherit=True)  # compiling runs nothing; it finds syntax errors
+        tree = ast.parse(source, path.name)  # parsing runs nothing; it finds syntax errors
     except SyntaxError as e:
         raise SubmissionError(f"SyntaxError on line {e.lineno} of {path.name}: {e.msg}",
                               f"{path.name} 第 {e.lineno} 行有语法错误：{e.msg}") from None
     except ValueError as e:  # e.g. null bytes
         raise SubmissionError(f"{path.name} cannot be compiled: {e}", f"{path.name} 无法编译：{e}") from None
-    return Submission(path, source, path.name, notebook, hashlib.sha256(raw).hexdigest())
+    return Submission(path, source, path.name, notebook, hashlib.sha256(raw).hexdigest(), tree)

@@ -60,11 +60,12 @@ def remove_stale() -> None:
         for d in sorted((base / "autograder").glob("*-*")):
             owner = d.name.split("-", 1)[0]
             if owner.isdigit() and not Path(f"/proc/{owner}").exists():
-                JobGroup.adopt(layout[0], d).kill()
+                JobGroup.adopt(layout[0], d).remove()
 
 
 class JobGroup:
-    """One worker's cgroup(s). `add(pid)` before the worker runs; `kill()` ends it and every descendant."""
+    """A worker slot's cgroup(s), reused from one worker to the next: `add(pid)` before the worker runs,
+    `signal_all()` to kill it and every descendant, `drain()` until they are gone, `remove()` at the end."""
 
     def __init__(self, name: str, memory_bytes: int, processes: int):
         version, bases = _layout()
@@ -83,6 +84,7 @@ class JobGroup:
             (self.dirs["unified"] / "memory.max").write_text(str(memory_bytes))
             (self.dirs["unified"] / "memory.swap.max").write_text("0")
             (self.dirs["unified"] / "pids.max").write_text(str(processes))
+        self.baseline = self._memory_events()
 
     @classmethod
     def adopt(cls, version: str, directory: Path) -> "JobGroup":
@@ -102,32 +104,45 @@ class JobGroup:
         except FileNotFoundError:
             return []
 
-    def hit_memory_limit(self) -> bool:
+    def _memory_events(self) -> int:
+        """How often the memory cap was hit since the group was made (v1 failcnt; v2 max + oom_kill events)."""
         try:
             if self.version == "v1":
-                return int((self.dirs["memory"] / "memory.failcnt").read_text()) > 0
+                return int((self.dirs["memory"] / "memory.failcnt").read_text())
             events = (self.dirs["unified"] / "memory.events").read_text().split()
-            return int(events[events.index("oom_kill") + 1]) > 0 or int(events[events.index("max") + 1]) > 0
-        except (OSError, ValueError):
-            return False
+            return int(events[events.index("oom_kill") + 1]) + int(events[events.index("max") + 1])
+        except (OSError, ValueError, KeyError):
+            return 0
 
-    def kill(self) -> None:
-        """SIGKILL everything in the group until it is empty (a fork storm is bounded by pids.max), then remove it."""
+    def hit_memory_limit(self) -> bool:
+        """Did the current worker run into the memory cap?"""
+        return self._memory_events() > self.baseline
+
+    def signal_all(self) -> list[int]:
+        """SIGKILL every process now in the group; returns their pids."""
         if self.version == "v2":
             try:
                 (self.dirs["unified"] / "cgroup.kill").write_text("1")
             except OSError:
                 pass
-        for _ in range(200):
-            pids = self.pids()
-            if not pids:
+        pids = self.pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return pids
+
+    def drain(self) -> None:
+        """Kill until the group is empty (a fork storm is bounded by pids.max); ready for the next worker."""
+        for _ in range(5000):
+            if not self.signal_all():
                 break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.005)
+            time.sleep(0.002)
+        self.baseline = self._memory_events()
+
+    def remove(self) -> None:
+        self.drain()
         for d in self.dirs.values():
             for _ in range(100):
                 try:

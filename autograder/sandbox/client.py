@@ -7,7 +7,6 @@
 """
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import queue
@@ -57,7 +56,7 @@ class Sandbox:
             cgroups.remove_stale()
         self._ctl, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = tempfile.TemporaryFile()
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "MPLBACKEND": "Agg",
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "MPLBACKEND": "Agg", "AUTOGRADER_GRADING": "1",
                "MPLCONFIGDIR": "/tmp", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
                **{k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")}}
         self._proc = subprocess.Popen(
@@ -72,11 +71,14 @@ class Sandbox:
         self._ctl.sendall(json.dumps(config).encode())
         self._ready = False
         self._lock = threading.Lock()
-        self._uids: queue.Queue[int] = queue.Queue()
-        for slot in range(slots):
-            self._uids.put(FIRST_UID + slot)
-        self._names = itertools.count()
-        self._memory_cgroup = isolate
+        self._slots: queue.Queue[tuple[int, cgroups.JobGroup | None]] = queue.Queue()  # (uid, cgroup) per worker
+        self._groups = [cgroups.JobGroup(f"{os.getpid()}-{n}", limits.memory_bytes, limits.processes)
+                        if isolate else None for n in range(slots)]
+        for n, group in enumerate(self._groups):
+            self._slots.put((FIRST_UID + n, group))
+        self._cleanup: queue.Queue = queue.Queue()
+        self._cleaner = threading.Thread(target=self._clean_up_killed, name="sandbox-cleanup", daemon=True)
+        self._cleaner.start()
 
     def wait_ready(self, timeout: float = 180.0) -> None:
         """Block until the zygote has imported torch and hidden the secrets (safe from any thread)."""
@@ -99,7 +101,7 @@ class Sandbox:
     def spawn(self) -> "Worker":
         """A new worker, forked from the template, confined and waiting for its first request."""
         self.wait_ready()
-        uid = self._uids.get()
+        uid, group = self._slots.get()
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self._lock:
@@ -109,21 +111,31 @@ class Sandbox:
             if not reply:
                 raise SandboxUnavailable(f"the sandbox template process died: {self._zygote_log()}")
             pid = json.loads(reply)["pid"]
+            if group is not None:
+                group.add(pid)
+        except BaseException:
+            parent_end.close()
+            self._cleanup.put((uid, group))
+            raise
         finally:
             child_end.close()
-        group = None
-        if self.isolate:
-            group = cgroups.JobGroup(f"{os.getpid()}-{next(self._names)}", self.limits.memory_bytes,
-                                     self.limits.processes)
-            group.add(pid)
         worker = Worker(self, parent_end, pid, uid, group)
         worker.start()
         return worker
 
-    def _release_uid(self, uid: int) -> None:
-        self._uids.put(uid)
+    def _clean_up_killed(self) -> None:
+        """Background: wait until a killed worker's group is empty, then give its slot to the next worker."""
+        while (slot := self._cleanup.get()) is not None:
+            if slot[1] is not None:
+                slot[1].drain()
+            self._slots.put(slot)
 
     def close(self) -> None:
+        self._cleanup.put(None)
+        self._cleaner.join()
+        for group in self._groups:
+            if group is not None:
+                group.remove()
         self._ctl.close()
         try:
             self._proc.wait(timeout=5)
@@ -178,15 +190,16 @@ class Worker:
         return f"invalid reply: {error}"
 
     def kill(self) -> None:
+        """SIGKILL the worker and everything it started, now; removing its cgroup finishes in the background."""
         if self.dead:
             return
         self.dead = True
         self.sock.close()
         if self.group is not None:
-            self.group.kill()
+            self.group.signal_all()
         else:
             try:
                 os.killpg(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self.sandbox._release_uid(self.uid)
+        self.sandbox._cleanup.put((self.uid, self.group))

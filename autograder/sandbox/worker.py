@@ -6,7 +6,6 @@ validates every reply, and the worker holds nothing worth stealing (inputs only,
 from __future__ import annotations
 
 import builtins
-import contextlib
 import fnmatch
 import io
 import os
@@ -17,6 +16,7 @@ import traceback
 import types
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from . import wire
 
@@ -29,18 +29,18 @@ class Worker:
         self.module: types.ModuleType | None = None
         self.handles: dict[int, object] = {}
         self.used_forbidden: list[str] = []
-        self.aten_patterns: list[str] = []
+        self.op_patterns: list[str] = []
         self.output_excerpt = output_excerpt
 
     # -- setup -------------------------------------------------------------------------------------------------
     def watch_forbidden(self, names: list[str]) -> None:
         """Record every use of a forbidden API. Python names (``"torch.nn.functional.scaled_dot_product_attention"``)
-        are wrapped; ATen patterns (``"aten::*scaled_dot_product*"``) are matched on every op dispatched during a
-        call, which also catches `torch.ops.aten...` reached through getattr tricks."""
+        are wrapped; op patterns (``"op:*scaled_dot_product*"``) are matched on every torch function called
+        during a call (see OpRecorder), which also catches `torch.ops.aten...` reached through getattr tricks."""
         import importlib
 
-        self.aten_patterns = [n for n in names if n.startswith("aten::")]
-        for qualname in (n for n in names if not n.startswith("aten::")):
+        self.op_patterns = [n for n in names if n.startswith("op:")]
+        for qualname in (n for n in names if not n.startswith("op:")):
             owner_name, _, attr = qualname.rpartition(".")
             try:
                 owner = importlib.import_module(owner_name)
@@ -116,10 +116,10 @@ class Worker:
             args = wire.decode(header.get("args", {"list": []}), blobs)
             kwargs = wire.decode(header.get("kwargs", {"dict": {}}), blobs)
             if op == "call":
-                with recording_ops(self.aten_patterns, self.used_forbidden):
+                with OpRecorder(self.op_patterns, self.used_forbidden):
                     result, extra = self.call(header, args, kwargs)
             elif op == "new":
-                with recording_ops(self.aten_patterns, self.used_forbidden):
+                with OpRecorder(self.op_patterns, self.used_forbidden):
                     result, extra = self.new(header["target"], args, kwargs), {}
             elif op == "set_params":
                 result, extra = self.set_params(header["handle"], kwargs), {}
@@ -192,41 +192,20 @@ class Worker:
         return {"ok": True, "text": data.decode("utf-8", "replace")[: self.output_excerpt], "size": size}
 
 
-@contextlib.contextmanager
-def recording_ops(patterns: list[str], used: list[str]):
-    """Profile the block and record which of `patterns` (``"aten::*scaled_dot_product*"``) its ATen ops matched.
-    The profiler sees every op as it enters the dispatcher, before any decomposition, however it was reached."""
-    if not patterns:
-        yield
-        return
-    try:
-        with _quiet_fd2():
-            profiler = torch.autograd.profiler.profile()
-            profiler.__enter__()
-    except Exception:  # e.g. no thread left for the profiler (the submission used up its processes)
-        yield
-        return
-    try:
-        yield
-    finally:
-        with _quiet_fd2():
-            profiler.__exit__(None, None, None)
-        names = {event.name for event in profiler.function_events}
-        used.extend(p for p in patterns if any(fnmatch.fnmatchcase(n, p) for n in names))
+class OpRecorder(TorchFunctionMode):
+    """While active, records which `op:` patterns (``"op:*scaled_dot_product*"``) the torch functions called match.
+    Torch-function modes see every torch API call from Python, `torch.ops.aten...` through getattr included."""
 
+    def __init__(self, patterns: list[str], used: list[str]):
+        super().__init__()
+        self.patterns, self.used = [p.removeprefix("op:") for p in patterns], used
 
-@contextlib.contextmanager
-def _quiet_fd2():
-    """The profiler logs a line to fd 2 when it starts and stops: keep that out of the student's output."""
-    saved = os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "") or ""
+        for pattern in self.patterns:
+            if fnmatch.fnmatchcase(name, pattern):
+                self.used.append("op:" + pattern)
+        return func(*args, **(kwargs or {}))
 
 
 def _quiet(*args, **kwargs):

@@ -8,6 +8,7 @@ import torch
 
 from autograder.engine import expect
 from autograder.engine.checks import check
+from autograder.engine.student import StudentError, SubmissionLoadError
 
 from . import diagnosis
 from .cases import MHA_NAMES, seed42_inputs
@@ -18,8 +19,8 @@ FORBIDDEN = {
     "torch.nn.functional.multi_head_attention_forward": "ready-made multi-head attention",
     "torch.nn.MultiheadAttention": "ready-made multi-head attention",
     "torch._C._nn.scaled_dot_product_attention": "ready-made attention",
-    "aten::*scaled_dot_product*": "ready-made attention (reached through torch.ops)",
-    "aten::*multi_head_attention*": "ready-made multi-head attention (reached through torch.ops)",
+    "op:*scaled_dot_product*": "ready-made attention (however it is reached, e.g. through torch.ops)",
+    "op:*multi_head_attention*": "ready-made multi-head attention (however it is reached)",
 }
 SDPA = "scaled_dot_product_attention"
 MHA = "MultiHeadAttention"
@@ -37,13 +38,33 @@ def spec_mask(n: int) -> torch.Tensor:
 
 
 def sdpa(student, Q, K, V, causal=None, what="scaled_dot_product_attention"):
-    """Call the student's attention and check it returns a pair of tensors of the right shapes."""
+    """Call the student's attention and check it returns a pair of tensors of the right shapes. When the call
+    raises, the error carries a diagnosis if probing other shapes tells why (see `diagnosis.sdpa_raised`)."""
     kwargs = {} if causal is None else {"causal": causal}
-    out, weights = expect.pair(student.scaled_dot_product_attention(Q, K, V, **kwargs), what)
+    try:
+        result = student.scaled_dot_product_attention(Q, K, V, **kwargs)
+    except StudentError as e:
+        if not e.todo and not isinstance(e, SubmissionLoadError):
+            e.diagnosis = expect.safely(lambda: diagnosis.sdpa_raised(_prober(student), Q, K, V, causal is not False))
+        raise
+    out, weights = expect.pair(result, what)
     T = Q.shape[-2]
-    expect.tensor(out, "output", (*Q.shape[:-1], V.shape[-1]), torch.float32)
-    expect.tensor(weights, "weights", (*Q.shape[:-1], T), torch.float32)
+    hint = lambda: diagnosis.sdpa(Q, K, V, causal is not False, out, weights)
+    expect.tensor(out, "output", (*Q.shape[:-1], V.shape[-1]), torch.float32, diagnose=hint)
+    expect.tensor(weights, "weights", (*Q.shape[:-1], T), torch.float32, diagnose=hint)
     return out, weights
+
+
+def _prober(student):
+    """call(Q, K, V, causal) -> the student's (output, weights), or None when it raises or returns something else."""
+    def call(Q, K, V, causal):
+        try:
+            result = student.scaled_dot_product_attention(Q, K, V, **({} if causal else {"causal": False}))
+        except StudentError:
+            return None
+        ok = isinstance(result, tuple) and len(result) == 2 and all(type(t) is torch.Tensor for t in result)
+        return result if ok else None
+    return call
 
 
 def sdpa_against(student, refs, case: str, causal: bool = True):
@@ -56,10 +77,21 @@ def sdpa_against(student, refs, case: str, causal: bool = True):
 
 
 # -- causal_mask ---------------------------------------------------------------------------------------------------
+def mask_hint(student, got, n: int):
+    """Name the causal_mask mistake. Below n = 3 the wrong patterns look alike (at n = 1 a mask that hides the
+    diagonal is also one that is inverted), so a right-shaped but wrong mask is judged on causal_mask(4) instead."""
+    def hint():
+        if n < 3 and isinstance(got, torch.Tensor) and tuple(got.shape) == (n, n):
+            return diagnosis.mask(student.causal_mask(4), 4)
+        return diagnosis.mask(got, n)
+    return hint
+
+
 @check(points=1, function="causal_mask", visibility="public",
        zh="causal_mask(4) 返回 [4, 4] 的 bool 张量", en="causal_mask(4) returns a bool [4, 4] tensor")
 def mask_dtype_shape(student):
-    expect.tensor(student.causal_mask(4), "causal_mask(4)", (4, 4), torch.bool)
+    got = student.causal_mask(4)
+    expect.tensor(got, "causal_mask(4)", (4, 4), torch.bool, diagnose=mask_hint(student, got, 4))
 
 
 @check(points=1, function="causal_mask", visibility="public",
@@ -67,9 +99,9 @@ def mask_dtype_shape(student):
 def mask_values_small(student):
     for n in (1, 2, 4):
         got = student.causal_mask(n)
-        expect.tensor(got, f"causal_mask({n})", (n, n), torch.bool)
+        expect.tensor(got, f"causal_mask({n})", (n, n), torch.bool, diagnose=mask_hint(student, got, n))
         if not torch.equal(got, spec_mask(n)):
-            expect.fail(f"causal_mask({n}) is wrong", f"causal_mask({n}) 的值不对", diagnosis.mask(got, n))
+            expect.fail(f"causal_mask({n}) is wrong", f"causal_mask({n}) 的值不对", expect.safely(mask_hint(student, got, n)))
 
 
 @check(points=1, function="causal_mask",
@@ -77,9 +109,9 @@ def mask_values_small(student):
 def mask_values_other_lengths(student):
     for n in (3, 7, 16):
         got = student.causal_mask(n)
-        expect.tensor(got, f"causal_mask({n})", (n, n), torch.bool)
+        expect.tensor(got, f"causal_mask({n})", (n, n), torch.bool, diagnose=mask_hint(student, got, n))
         if not torch.equal(got, spec_mask(n)):
-            expect.fail(f"causal_mask({n}) is wrong", f"causal_mask({n}) 的值不对", diagnosis.mask(got, n))
+            expect.fail(f"causal_mask({n}) is wrong", f"causal_mask({n}) 的值不对", expect.safely(mask_hint(student, got, n)))
 
 
 # -- scaled_dot_product_attention ---------------------------------------------------------------------------------
@@ -102,12 +134,12 @@ def sdpa_causal_rows(student):
         if not torch.all(future == 0):
             expect.fail(f"weights of future positions are not exactly 0 (T={T}, largest {future.abs().max():.3g})",
                         f"未来位置的权重不是 0（T={T}，最大 {future.abs().max():.3g}）",
-                        diagnosis.sdpa(Q, K, V, True, out, weights))
+                        expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights)))
         sums = weights.sum(-1)
         if not torch.allclose(sums, torch.ones(T), atol=1e-5, rtol=0):
             expect.fail(f"rows of weights do not sum to 1 (T={T}, sums {sums.tolist()})",
                         f"weights 的每行之和不为 1（T={T}，行和 {sums.tolist()}）",
-                        diagnosis.sdpa(Q, K, V, True, out, weights))
+                        expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights)))
 
 
 @check(points=1, function=SDPA, visibility="public",
@@ -185,17 +217,19 @@ def sdpa_inputs_unchanged(student, refs):
        zh="split_heads([4, 8], 2) 的形状为 [2, 4, 4]", en="split_heads([4, 8], 2) has shape [2, 4, 4]")
 def split_shape(student):
     x = torch.randn(4, 8, generator=torch.Generator().manual_seed(3))
-    expect.tensor(student.split_heads(x, 2), "split_heads(x, 2)", (2, 4, 4), torch.float32)
+    got = student.split_heads(x, 2)
+    expect.tensor(got, "split_heads(x, 2)", (2, 4, 4), torch.float32, diagnose=lambda: diagnosis.split(x, 2, got))
 
 
 def split_against(student, refs, case: str, heads: int):
     x, expected = refs[f"split_{case}.x"], refs[f"split_{case}.y"]
     got = student.split_heads(x, heads)
-    expect.tensor(got, f"split_heads(x of shape {list(x.shape)}, {heads})", expected.shape, torch.float32)
+    expect.tensor(got, f"split_heads(x of shape {list(x.shape)}, {heads})", expected.shape, torch.float32,
+                  diagnose=lambda: diagnosis.split(x, heads, got))
     if not torch.equal(got, expected):
         expect.fail(f"split_heads(x of shape {list(x.shape)}, {heads}) puts features in the wrong heads or places",
                     f"split_heads(形状 {list(x.shape)} 的 x, {heads}) 把特征放进了错误的头或位置",
-                    diagnosis.split(x, heads, got))
+                    expect.safely(lambda: diagnosis.split(x, heads, got)))
 
 
 @check(points=1, function="split_heads",
@@ -231,7 +265,7 @@ def mha_shape(student):
 def mha_injected_weights(student, refs):
     model = student.new(MHA, 12, 3)
     model.load_parameters({f"{n}.weight": refs[f"mha.{n}.weight"] for n in MHA_NAMES})
-    expect.close(model(refs["mha.x"]), refs["mha.y"], "MultiHeadAttention output")
+    mha_against(model, refs["mha.x"], refs["mha.y"])
 
 
 @check(points=1, function=MHA,
@@ -239,4 +273,20 @@ def mha_injected_weights(student, refs):
 def mha_seed42(student, refs):
     model = student.new(MHA, 8, 2)
     model.load_parameters({f"{n}.weight": refs[f"seed42.{n}.weight"] for n in MHA_NAMES})
-    expect.close(model(refs["seed42.x"]), refs["seed42.y"], "MultiHeadAttention output")
+    mha_against(model, refs["seed42.x"], refs["seed42.y"])
+
+
+def mha_against(model, x, expected):
+    expect.close(model(x), expected, "MultiHeadAttention output", diagnose=lambda: mha_diagnosis(model, x, expected))
+
+
+def mha_diagnosis(model, x, expected):
+    """Set any projection biases to 0 and run again: if the output is then right, the biases were the mistake."""
+    zeroed = 0
+    for name in MHA_NAMES:
+        try:
+            model.load_parameters({f"{name}.bias": torch.zeros(x.shape[-1])})
+            zeroed += 1
+        except StudentError:  # no such parameter
+            pass
+    return diagnosis.MHA_BIAS if zeroed and diagnosis.same(model(x), expected) else None

@@ -2,7 +2,11 @@
 whether the student's result matches one of them. Each variant is a few lines of float64 torch.
 
 Used only when a check has already failed; returns a `Diagnosis` (id + plain words in zh and en) or None, in which
-case the feedback stays generic and honest.
+case the feedback stays generic and honest. Texts name the mistake and the fix, never an expected value.
+
+A variant "matches" when it agrees with the student's float32 result within MATCH_ATOL + MATCH_RTOL * |value|
+(NaN where the variant has NaN): ten times looser than grading, since a float32 student differs from a float64
+variant by ~1e-6, while the variants differ from each other and from the solution by more than 1e-2.
 """
 from __future__ import annotations
 
@@ -13,6 +17,110 @@ import torch
 from autograder.engine.expect import Diagnosis
 
 MATCH_ATOL, MATCH_RTOL = 1e-4, 1e-3
+INF = float("inf")
+
+
+def _named(key: str, as_id: str | None = None, **values) -> Diagnosis:
+    """The diagnosis `key` of TEXT (reported under the id `as_id`, default `key`), with `values` filled in; a
+    (zh, en) tuple value gives each language its own words."""
+    zh, en = TEXT[key]
+    pick = lambda i: {k: v[i] if isinstance(v, tuple) else v for k, v in values.items()}
+    return Diagnosis(as_id or key, zh.format(**pick(0)), en.format(**pick(1)))
+
+
+TEXT = {
+    # -- scaled_dot_product_attention: values
+    "no_scale": ("分数没有除以 √d_head：softmax 会变得过于尖锐。",
+                 "The scores are not divided by sqrt(d_head), so the softmax gets too peaked."),
+    "scale_by_d": ("你除以的是 d_head，而不是 √d_head。", "You divide by d_head, not sqrt(d_head)."),
+    "scale_by_sqrt_seq_len": ("你除以的是 √T（序列长度），而不是 √d_head；当 T = d_head 时两者碰巧相同。",
+                              "You divide by sqrt(T) (the sequence length), not sqrt(d_head); they only agree when "
+                              "T = d_head."),
+    "scale_from_wrong_dim": ("你用 Q.shape[{dim}]（这里是 {size}）当作 d_head：有批维度或头维度时它不是 d_head。请用 Q.shape[-1]。",
+                             "You take d_head from Q.shape[{dim}] (= {size} here), which is a batch or head dim once "
+                             "the input has them: use Q.shape[-1]."),
+    "scale_constant": ("你把分数除以了 {c:.3g}，而不是 √d_head（这里 = {root:.3g}）：写死的常数只对一种头大小成立，d_head 要从 Q.shape[-1] 取。",
+                       "You divide the scores by {c:.3g} instead of sqrt(d_head) (= {root:.3g} here): a hard-coded "
+                       "constant only fits one head size; take d_head from Q.shape[-1]."),
+    "scale_after_softmax": ("你在 softmax 之后才缩放：应当先缩放分数再做 softmax，权重每行之和应为 1。",
+                            "You scale after the softmax: scale the scores before it, so each row of weights sums to 1."),
+    "scale_on_values": ("你把 √d_head 的缩放用在了 V（或输出）上，而不是分数上。",
+                        "You apply the sqrt(d_head) scaling to V (or the output) instead of to the scores."),
+    "softmax_wrong_dim": ("你的权重与 dim={dim} 上的 softmax 一致（{what}）：应在最后一维 dim=-1（键）上做 softmax。",
+                          "Your weights match a softmax over dim {dim} ({what}): use dim=-1, over the keys."),
+    "softmax_unnormalised": ("你只算了 exp，没有除以每行之和：权重每行之和应为 1。",
+                             "You take exp but do not divide by the row sums: each row of weights must sum to 1."),
+    "softmax_no_keepdim": ("手写 softmax 时求和没有 keepdim=True：除法沿错误的维度广播了（方阵时不会报错）。",
+                           "Your hand-written softmax sums without keepdim=True, so the division broadcasts along the "
+                           "wrong axis (silently, on square inputs)."),
+    "transposed_scores": ("分数矩阵转置了（用了 K·Qᵀ 而不是 Q·Kᵀ）：第 i 行应是查询 i 对所有键的分数。",
+                          "Your scores are transposed (K·Qᵀ instead of Q·Kᵀ): row i must hold query i's scores over "
+                          "all keys."),
+    "transpose_not_last_dims": ("你用 K.T 或 K.transpose(0, 1) 转置 K：单个序列时正确，但有批维度或头维度时转置的是错误的维度。请用 K.transpose(-2, -1)。",
+                                "You transpose K with K.T or K.transpose(0, 1): right for one sequence, but with batch "
+                                "or head dims in front it swaps the wrong dims. Use K.transpose(-2, -1)."),
+    "batch_dims_unsupported": ("你的函数只对某一种维数的输入有效（{works}），对 {fails} 的输入会报错：例如 torch.bmm 只接受 3 维，transpose(1, 2) 假定恰好一个批维度。请用 @ 与 transpose(-2, -1)，使任意前导维度都能工作。",
+                               "Your function works for {works} input but raises for {fails} input: e.g. torch.bmm "
+                               "takes 3-D only and transpose(1, 2) assumes exactly one batch dim. Use @ and "
+                               "transpose(-2, -1) so any leading dims work."),
+    "mask_includes_diagonal": ("你的 mask 连对角线也遮住了：第 0 行没有可以关注的位置（结果为 NaN）。用 diagonal=1。",
+                               "Your mask also hides the diagonal: row 0 has nothing to attend to (NaN). Use "
+                               "diagonal=1."),
+    "mask_inverted": ("mask 反了：你遮住的是过去，保留的是未来。", "Your mask is inverted: it hides the past and keeps the future."),
+    "mask_filled_with_zero": ("你把未来位置的分数填成了 0 而不是 -inf：softmax 之后它们的权重不为 0。",
+                              "You fill future scores with 0 instead of -inf, so after the softmax their weights are "
+                              "not 0."),
+    "mask_after_softmax": ("你在 softmax 之后才把未来位置置 0，没有重新归一化：每行之和小于 1。应在 softmax 之前填 -inf。",
+                           "You zero the future after the softmax without renormalising, so rows sum to less than 1. "
+                           "Fill with -inf before the softmax."),
+    "mask_fixed_size": ("causal=True 时在序列长度 T = {T} 上报错，causal=False 时却正常：mask 的大小是固定的。请每次按 T = Q.shape[-2] 构造 mask。",
+                        "Your function raises at sequence length T = {T} with causal=True but works with "
+                        "causal=False: the mask has a fixed size. Build it for T = Q.shape[-2] on every call."),
+    "mask_step_raises": ("只有 causal=True 时才报错：出错的是遮挡这一步。请检查 causal_mask 是否返回 [T, T] 的 bool 张量，以及它是否正确地传给了 masked_fill。",
+                         "Your function raises only with causal=True: the masking step fails. Check that causal_mask "
+                         "returns a bool [T, T] tensor and how you pass it to masked_fill."),
+    "mask_wrong_length": ("有批维度时 mask 的大小不对：单个序列时正常，说明序列长度取自错误的维度（例如 Q.shape[0]）。请用 T = Q.shape[-2]。",
+                          "With batch dims your mask has the wrong size, yet one sequence works: the length comes "
+                          "from the wrong dim (e.g. Q.shape[0]). Use T = Q.shape[-2]."),
+    "ignores_causal_false": ("causal=False 时你仍然加了因果 mask：要根据 causal 参数决定是否遮挡。",
+                             "You apply the causal mask even when causal=False: mask only when causal is True."),
+    "never_masks": ("你没有应用因果 mask：causal=True 时未来位置的权重必须为 0。",
+                    "You never apply the causal mask: with causal=True future weights must be 0."),
+    "output_not_weights_times_v": ("权重是对的，但输出不等于 weights @ V。", "Your weights are right but the output is not weights @ V."),
+    # -- causal_mask
+    "mask_not_a_tensor": ("causal_mask 返回的是 {type} 类型的值，不是 torch.Tensor：请用 torch 的函数（torch.ones、torch.triu）构造 bool 张量。",
+                          "causal_mask returns a value of type {type}, not a torch.Tensor: build a bool tensor with "
+                          "torch functions (torch.ones, torch.triu)."),
+    "mask_not_bool": ("值是对的，但 dtype 是 {dtype}：请返回 bool 张量（masked_fill 需要 bool）。",
+                      "The values are right but the dtype is {dtype}: return a bool tensor (masked_fill needs bool)."),
+    "mask_fixed_size_fn": ("causal_mask({n}) 的形状是 {shape}：mask 的大小必须跟随 seq_len，不能写死或从固定大小的 mask 中切出。",
+                           "causal_mask({n}) has shape {shape}: the mask must follow seq_len, not a fixed size (nor a "
+                           "slice of a fixed-size mask)."),
+    "mask_keeps_instead_of_hides": ("True/False 反了：True 应表示要遮住的未来位置（j > i）。",
+                                    "True and False are swapped: True must mark the future positions to hide (j > i)."),
+    "mask_inverted_fn": ("你遮住的是对角线以下（过去），应遮住对角线以上（未来）。",
+                         "You hide below the diagonal (the past); hide above it (the future)."),
+    # -- split_heads
+    "split_without_transpose": ("你直接把最后一维 reshape 成了 [H, T, d_head]，没有先拆成 [T, H, d_head] 再交换 T 与 H：头被切错了。",
+                                "Your heads are cut without the transpose: reshape to [..., T, H, d_head] first, then "
+                                "swap T and H."),
+    "split_strided_heads": ("你的头是跨步取的（每隔 H 个特征取一个）：每个头应是连续的 d_head 个特征。",
+                            "Your heads are strided (every H-th feature): each head must be a contiguous block of "
+                            "d_head features."),
+    "split_heads_not_moved": ("形状是 [..., T, H, d_head]：还需要把头的维度移到 T 之前。",
+                              "Your result is [..., T, H, d_head]: move the head dim in front of T."),
+    "split_wrong_axes": ("你交换了第 0 和第 1 维（transpose(0, 1)）：有批维度时应交换最后的 T 与 H 两维（transpose(-3, -2)）。",
+                         "You swap dims 0 and 1: with batch dims, swap the T and H dims counted from the end "
+                         "(transpose(-3, -2))."),
+    "split_hard_coded_heads": ("头的数量被写死成 2：请使用参数 num_heads。", "The number of heads is hard-coded to 2: use num_heads."),
+    "split_stacked_before_batch": ("你把各个头堆叠在第 0 维（torch.stack(..., dim=0)）：有批维度时头跑到了批维度前面。头的维度应紧挨在 T 之前（dim=-3）。",
+                                   "You stack the heads at dim 0 (torch.stack(..., dim=0)), so with batch dims they "
+                                   "land in front of the batch: the head dim goes right before T (dim=-3)."),
+    # -- MultiHeadAttention
+    "mha_bias": ("你的投影层带有偏置（nn.Linear 默认 bias=True）：把偏置置 0 后输出就对了。W_q、W_k、W_v、W_o 要用 bias=False。",
+                 "Your projections have a bias (nn.Linear's default bias=True); with the biases set to 0 the output "
+                 "is right. Create W_q, W_k, W_v and W_o with bias=False."),
+}
 
 DETACHED = Diagnosis("detached", "计算图被切断：不要用 .detach()、.data 或 torch.tensor(...) 重新包装中间结果，梯度要能传回 Q、K、V。",
                      "The graph is cut: don't use .detach(), .data or torch.tensor(...) on intermediate results; "
@@ -25,162 +133,185 @@ UNSTABLE = Diagnosis("unstable_softmax", "大分数时出现 NaN/inf：手写的
                      "overflows. Use torch.softmax or subtract the max.")
 SWAPPED = Diagnosis("swapped_outputs", "返回顺序反了：应当返回 (output, weights)，你返回的是 (weights, output)。",
                     "Wrong order: return (output, weights); you return (weights, output).")
+MHA_BIAS = _named("mha_bias")
 
 
-def _softmax(s, dim=-1):
-    return torch.softmax(s, dim=dim)
-
-
-def _future(T):
-    i = torch.arange(T)
-    return i[None, :] > i[:, None]
-
-
-def _masked(s, mask, fill=float("-inf")):
-    return s.masked_fill(mask, fill)
-
-
-# Each variant: (Q, K, V, causal) in float64 -> (output, weights). The correct computation is listed first under
-# the id "correct" so that "matches the solution with causal flipped" can be told apart.
-def _variants():
-    def attn(Q, K, V, causal, scale=None, mask_fn=None, softmax=_softmax, post=None, transpose_scores=False):
-        d, T = Q.shape[-1], Q.shape[-2]
-        s = Q @ K.transpose(-2, -1)
-        if transpose_scores:
-            s = s.transpose(-2, -1)
-        s = s / (math.sqrt(d) if scale is None else scale(d, T))
-        if causal and mask_fn is None:
-            s = _masked(s, _future(T))
-        elif causal:
-            s = mask_fn(s, T)
-        w = softmax(s)
-        if post is not None:
-            w = post(w, d, T, causal)
-        return w @ V, w
-
-    return {
-        "no_scale": lambda Q, K, V, c: attn(Q, K, V, c, scale=lambda d, T: 1.0),
-        "scale_by_d": lambda Q, K, V, c: attn(Q, K, V, c, scale=lambda d, T: d),
-        "scale_by_sqrt_seq_len": lambda Q, K, V, c: attn(Q, K, V, c, scale=lambda d, T: math.sqrt(T)),
-        "scale_constant": lambda Q, K, V, c: attn(Q, K, V, c, scale=lambda d, T: 2.0),
-        "scale_after_softmax": lambda Q, K, V, c: attn(Q, K, V, c, scale=lambda d, T: 1.0,
-                                                       post=lambda w, d, T, c: w / math.sqrt(d)),
-        "scale_on_values": lambda Q, K, V, c: _scale_v(attn(Q, K, V, c, scale=lambda d, T: 1.0), Q.shape[-1]),
-        "softmax_wrong_dim": lambda Q, K, V, c: attn(Q, K, V, c, softmax=lambda s: _softmax(s, -2)),
-        "softmax_unnormalised": lambda Q, K, V, c: attn(Q, K, V, c, softmax=torch.exp),
-        "softmax_no_keepdim": lambda Q, K, V, c: attn(Q, K, V, c, softmax=lambda s: s.exp() / s.exp().sum(-1)),
-        "transposed_scores": lambda Q, K, V, c: attn(Q, K, V, c, transpose_scores=True),
-        "mask_includes_diagonal": lambda Q, K, V, c: attn(
-            Q, K, V, c, mask_fn=lambda s, T: _masked(s, ~_future(T).T)),
-        "mask_inverted": lambda Q, K, V, c: attn(Q, K, V, c, mask_fn=lambda s, T: _masked(s, _future(T).T)),
-        "mask_filled_with_zero": lambda Q, K, V, c: attn(Q, K, V, c, mask_fn=lambda s, T: _masked(s, _future(T), 0.0)),
-        "mask_after_softmax": lambda Q, K, V, c: attn(Q, K, V, False, post=lambda w, d, T, _: w.masked_fill(
-            _future(T), 0.0) if c else w),
-        "ignores_causal_false": lambda Q, K, V, c: attn(Q, K, V, True) if not c else None,
-        "never_masks": lambda Q, K, V, c: attn(Q, K, V, False) if c else None,
-    }
-
-
-def _scale_v(result, d):
-    out, w = result
-    return out / math.sqrt(d), w
-
-
-TEXT = {
-    "no_scale": ("分数没有除以 √d_head：softmax 会变得过于尖锐。", "The scores are not divided by sqrt(d_head), so the softmax gets too peaked."),
-    "scale_by_d": ("你除以的是 d_head，而不是 √d_head。", "You divide by d_head, not sqrt(d_head)."),
-    "scale_by_sqrt_seq_len": ("你除以的是 √T（序列长度），而不是 √d_head；当 T = d_head 时两者碰巧相同。",
-                              "You divide by sqrt(T) (the sequence length), not sqrt(d_head); they only agree when T = d_head."),
-    "scale_constant": ("缩放因子是写死的常数，而不是 √d_head（由 Q 的最后一维得到）。",
-                       "The scale is a hard-coded constant instead of sqrt(d_head) taken from Q's last dim."),
-    "scale_after_softmax": ("你在 softmax 之后才缩放：应当先缩放分数再做 softmax，权重每行之和应为 1。",
-                            "You scale after the softmax: scale the scores before it, so each row of weights sums to 1."),
-    "scale_on_values": ("你把 √d_head 的缩放用在了 V（或输出）上，而不是分数上。",
-                        "You apply the sqrt(d_head) scaling to V (or the output) instead of to the scores."),
-    "softmax_wrong_dim": ("你的权重与 dim=-2 上的 softmax 一致（每列之和为 1）：应在最后一维 dim=-1 上做 softmax。",
-                          "Your weights match a softmax over dim -2 (columns sum to 1): use dim=-1, over the keys."),
-    "softmax_unnormalised": ("你只算了 exp，没有除以每行之和：权重每行之和应为 1。",
-                             "You take exp but do not divide by the row sums: each row of weights must sum to 1."),
-    "softmax_no_keepdim": ("手写 softmax 时求和没有 keepdim=True：除法沿错误的维度广播了（方阵时不会报错）。",
-                           "Your hand-written softmax sums without keepdim=True, so the division broadcasts along the wrong axis (silently, on square inputs)."),
-    "transposed_scores": ("分数矩阵转置了（用了 K·Qᵀ 而不是 Q·Kᵀ）：第 i 行应是查询 i 对所有键的分数。",
-                          "Your scores are transposed (K·Qᵀ instead of Q·Kᵀ): row i must hold query i's scores over all keys."),
-    "mask_includes_diagonal": ("你的 mask 连对角线也遮住了：第 0 行没有可以关注的位置（结果为 NaN）。用 diagonal=1。",
-                               "Your mask also hides the diagonal: row 0 has nothing to attend to (NaN). Use diagonal=1."),
-    "mask_inverted": ("mask 反了：你遮住的是过去，保留的是未来。", "Your mask is inverted: it hides the past and keeps the future."),
-    "mask_filled_with_zero": ("你把未来位置的分数填成了 0 而不是 -inf：softmax 之后它们的权重不为 0。",
-                              "You fill future scores with 0 instead of -inf, so after the softmax their weights are not 0."),
-    "mask_after_softmax": ("你在 softmax 之后才把未来位置置 0，没有重新归一化：每行之和小于 1。应在 softmax 之前填 -inf。",
-                           "You zero the future after the softmax without renormalising, so rows sum to less than 1. Fill with -inf before the softmax."),
-    "ignores_causal_false": ("causal=False 时你仍然加了因果 mask：要根据 causal 参数决定是否遮挡。",
-                             "You apply the causal mask even when causal=False: mask only when causal is True."),
-    "never_masks": ("你没有应用因果 mask：causal=True 时未来位置的权重必须为 0。",
-                    "You never apply the causal mask: with causal=True future weights must be 0."),
-}
-
-
-def _same(a, b) -> bool:
+def same(a, b) -> bool:
+    """Does the student's value `a` match the variant's value `b` (see MATCH_ATOL)?"""
     return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
             and torch.allclose(a.double(), b.double(), atol=MATCH_ATOL, rtol=MATCH_RTOL, equal_nan=True))
 
 
-def sdpa(Q, K, V, causal, out, weights) -> Diagnosis | None:
-    """Which known mistake (if any) produces the student's (out, weights) on these inputs."""
-    Qd, Kd, Vd = Q.double(), K.double(), V.double()
-    correct_out, correct_w = _variants_correct(Qd, Kd, Vd, causal)
-    if _same(out, correct_w) and _same(weights, correct_out):
-        return SWAPPED
-    if isinstance(weights, torch.Tensor) and not torch.isfinite(weights).all() and torch.isfinite(correct_w).all():
-        stable = {k: v for k, v in _variants().items() if k == "mask_includes_diagonal"}
-        for key, fn in stable.items():
-            result = fn(Qd, Kd, Vd, causal)
-            if result is not None and _same(weights, result[1]):
-                return Diagnosis(key, *TEXT[key])
-        return UNSTABLE
-    for key, fn in _variants().items():
-        result = fn(Qd, Kd, Vd, causal)
-        if result is None:
-            continue
-        v_out, v_w = result
-        if _same(weights, v_w) and (not isinstance(out, torch.Tensor) or out.shape != v_out.shape or _same(out, v_out)):
-            return Diagnosis(key, *TEXT[key])
-    if _same(weights, correct_w):
-        if _same(out, correct_out / math.sqrt(Q.shape[-1])):
-            return Diagnosis("scale_on_values", *TEXT["scale_on_values"])
-        return Diagnosis("output_not_weights_times_v", "权重是对的，但输出不等于 weights @ V。",
-                         "Your weights are right but the output is not weights @ V.")
-    return None
+def _future(T: int) -> torch.Tensor:
+    i = torch.arange(T)
+    return i[None, :] > i[:, None]
 
 
-def _variants_correct(Q, K, V, causal):
-    T = Q.shape[-2]
-    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+def _attn(Q, K, V, causal, *, scores=None, divisor=None, mask=None, fill=-INF, softmax=None, post=None):
+    """Attention with one step swapped out; the defaults are the correct computation."""
+    T, d = Q.shape[-2], Q.shape[-1]
+    s = (Q @ K.transpose(-2, -1) if scores is None else scores(Q, K)) / (math.sqrt(d) if divisor is None else divisor)
     if causal:
-        s = _masked(s, _future(T))
-    w = torch.softmax(s, -1)
+        s = s.masked_fill(_future(T) if mask is None else mask(T), fill)
+    w = torch.softmax(s, -1) if softmax is None else softmax(s)
+    if post is not None:
+        w = post(w)
     return w @ V, w
 
 
-def mask(got, n: int) -> Diagnosis | None:
-    """Recognise the usual causal_mask mistakes from the returned tensor."""
-    if not isinstance(got, torch.Tensor):
+def _no_keepdim(s, stable):
+    e = (s - s.amax(-1, keepdim=True) if stable else s).exp()
+    return e / e.sum(-1)
+
+
+def _candidates(Q, K, V, causal):
+    """(diagnosis, thunk) for every known mistake; a thunk returns (output, weights) or raises (no match)."""
+    d, n = Q.shape[-1], Q.dim()
+    yield _named("scale_after_softmax"), lambda: _attn(Q, K, V, causal, divisor=1.0, post=lambda w: w / math.sqrt(d))
+    yield _named("scale_on_values"), lambda: (lambda o, w: (o / math.sqrt(d), w))(*_attn(Q, K, V, causal, divisor=1.0))
+    for dim in range(n - 1):
+        what = ("每列之和为 1", "columns sum to 1") if dim == n - 2 else (
+            "这是批维度或头维度；不写 dim 的 F.softmax 对 3/4 维输入会选它", "a batch or head dim; F.softmax without dim= picks it for 3-D/4-D input")
+        yield (_named("softmax_wrong_dim", dim=dim - n if dim == n - 2 else dim, what=what),
+               lambda dim=dim: _attn(Q, K, V, causal, softmax=lambda s: torch.softmax(s, dim)))
+    yield _named("softmax_unnormalised"), lambda: _attn(Q, K, V, causal, softmax=torch.exp)
+    for stable in (True, False):
+        yield _named("softmax_no_keepdim"), lambda stable=stable: _attn(
+            Q, K, V, causal, softmax=lambda s: _no_keepdim(s, stable))
+    yield _named("transposed_scores"), lambda: _attn(Q, K, V, causal, scores=lambda q, k: k @ q.transpose(-2, -1))
+    if n > 2:
+        yield _named("transpose_not_last_dims"), lambda: _attn(Q, K, V, causal, scores=lambda q, k: q @ k.permute(
+            *reversed(range(n))))
+        yield _named("transpose_not_last_dims"), lambda: _attn(Q, K, V, causal, scores=lambda q, k: q @ k.transpose(0, 1))
+    if causal:
+        yield _named("mask_includes_diagonal"), lambda: _attn(Q, K, V, True, mask=lambda T: ~_future(T).T)
+        yield _named("mask_inverted"), lambda: _attn(Q, K, V, True, mask=lambda T: _future(T).T)
+        yield _named("mask_keeps_instead_of_hides"), lambda: _attn(Q, K, V, True, mask=lambda T: ~_future(T))
+        yield _named("mask_filled_with_zero"), lambda: _attn(Q, K, V, True, fill=0.0)
+        yield _named("mask_after_softmax"), lambda: _attn(
+            Q, K, V, False, post=lambda w: w.masked_fill(_future(Q.shape[-2]), 0.0))
+        yield _named("never_masks"), lambda: _attn(Q, K, V, False)
+    else:
+        yield _named("ignores_causal_false"), lambda: _attn(Q, K, V, True)
+
+
+def _matches(out, weights, variant) -> bool:
+    """The weights match; so does the output, unless the student's output is unusable (wrong shape/type)."""
+    v_out, v_w = variant
+    return same(weights, v_w) and (not isinstance(out, torch.Tensor) or out.shape != v_out.shape or same(out, v_out))
+
+
+def sdpa(Q, K, V, causal, out, weights) -> Diagnosis | None:
+    """Which known mistake (if any) produces the student's (out, weights) on these inputs."""
+    Q, K, V = Q.double(), K.double(), V.double()
+    right_out, right_w = _attn(Q, K, V, causal)
+    if same(out, right_w) and same(weights, right_out):
+        return SWAPPED
+    for found, variant in _candidates(Q, K, V, causal):
+        try:
+            if _matches(out, weights, variant()):
+                return found
+        except Exception:  # the variant does not apply to these shapes
+            continue
+    found = _scale(Q, K, V, causal, out, weights)
+    if found is not None:
+        return found
+    if _overflowed(Q, K, causal, weights, right_w):
+        return UNSTABLE
+    if same(weights, right_w):
+        return _named("output_not_weights_times_v")
+    return None
+
+
+def _overflowed(Q, K, causal, weights, right_w) -> bool:
+    """NaN/inf exactly in rows whose scaled scores reach exp's float32 overflow (e^88.7), right everywhere else."""
+    if not isinstance(weights, torch.Tensor) or weights.shape != right_w.shape or not torch.isfinite(right_w).all():
+        return False
+    bad = ~torch.isfinite(weights).all(-1)
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if causal:
+        s = s.masked_fill(_future(Q.shape[-2]), -INF)
+    large = s.amax(-1) > 80
+    return bool(bad.any()) and bool((large | ~bad).all()) and same(weights[~bad], right_w[~bad])
+
+
+def _scale(Q, K, V, causal, out, weights) -> Diagnosis | None:
+    """Estimate the divisor c of the scores from the student's weights (log w_ij - log w_ik = (s_ij - s_ik) / c
+    along each row, fitted by least squares), recompute with it and, when that matches, name it."""
+    if not isinstance(weights, torch.Tensor) or weights.shape != Q.shape[:-1] + Q.shape[-2:-1]:
         return None
+    if not torch.isfinite(weights).all():
+        return None
+    T, d = Q.shape[-2], Q.shape[-1]
+    s, w = Q @ K.transpose(-2, -1), weights.double()
+    ok = w > 1e-12
+    if causal:
+        ok = ok & ~_future(T)
+    count = ok.sum(-1, keepdim=True).clamp(min=1)
+
+    def centred(x):
+        x = torch.where(ok, x, 0.0)
+        return torch.where(ok, x - x.sum(-1, keepdim=True) / count, 0.0)
+
+    ds, dl = centred(s), centred(w.clamp(min=1e-300).log())
+    slope = float((ds * dl).sum() / (ds * ds).sum())  # 1 / c
+    if not slope > 0:
+        return None
+    c, root = 1.0 / slope, math.sqrt(d)
+    named = [("no_scale", 1.0, {}), ("scale_by_d", float(d), {}), ("scale_by_sqrt_seq_len", math.sqrt(T), {})]
+    named += [("scale_from_wrong_dim", math.sqrt(Q.shape[k]), {"dim": k, "size": Q.shape[k]}) for k in range(Q.dim() - 2)]
+    key, value, values = next(((k, v, x) for k, v, x in named if v != root and abs(c / v - 1) < 1e-2),
+                              ("scale_constant", c, {"c": c, "root": root}))
+    if abs(value / root - 1) < 1e-3:  # the scale is right: the mistake is elsewhere
+        return None
+    return _named(key, **values) if _matches(out, weights, _attn(Q, K, V, causal, divisor=value)) else None
+
+
+def sdpa_raised(call, Q, K, V, causal) -> Diagnosis | None:
+    """The student's function raised on (Q, K, V). `call(Q, K, V, causal)` runs it again on other inputs and returns
+    (output, weights), or None when it raises too. Find where it does work and name the cause."""
+    T = Q.shape[-2]
+    first = [x.reshape(-1, *x.shape[-2:])[0] for x in (Q, K, V)]  # the first sequence, [T, d]
+    if causal and call(Q, K, V, False) is not None:  # only the mask fails
+        if Q.dim() > 2 and call(*first, True) is not None:
+            return _named("mask_wrong_length")
+        g = torch.Generator().manual_seed(0)
+        for length in (n for n in (4, 1, 2, 3, 8) if n != T):  # does it work at some other length, e.g. the example's?
+            if call(*(torch.randn(length, x.shape[-1], generator=g) for x in (Q, K, V)), True) is not None:
+                return _named("mask_fixed_size", T=T)
+        return _named("mask_step_raises")
+    if Q.dim() == 2:
+        if call(Q[None], K[None], V[None], causal) is not None:
+            return _named("batch_dims_unsupported", works=("3 维", "3-D"), fails=("2 维", "2-D"))
+        return None
+    if call(*first, causal) is None:
+        return None
+    g = torch.Generator().manual_seed(0)
+    cube = [torch.randn(3, 3, 3, generator=g) for _ in range(3)]  # [B, T, d] = [3, 3, 3]: wrong dims still fit
+    result = call(*cube, causal)
+    found = sdpa(*cube, causal, *result) if result is not None else None
+    if found is not None and found.id in ("transpose_not_last_dims", "softmax_no_keepdim"):
+        return found
+    return _named("batch_dims_unsupported", works=("单个序列 [T, d]", "one sequence [T, d]"),
+                  fails=(f"{Q.dim()} 维", f"{Q.dim()}-D"))
+
+
+def mask(got, n: int) -> Diagnosis | None:
+    """Recognise the usual causal_mask mistakes from the returned value."""
+    if not isinstance(got, torch.Tensor):
+        return _named("mask_not_a_tensor", type=getattr(got, "type_name", type(got).__name__))
     if got.shape != (n, n):
-        return Diagnosis("mask_fixed_size", f"causal_mask({n}) 的形状是 {list(got.shape)}：mask 的大小必须跟随 seq_len，不能写死。",
-                         f"causal_mask({n}) has shape {list(got.shape)}: the mask must follow seq_len, not a fixed size.")
+        return _named("mask_fixed_size_fn", "mask_fixed_size", n=n, shape=list(got.shape))
     future = _future(n)
     as_bool = got != 0
     if got.dtype != torch.bool and torch.equal(as_bool, future):
-        return Diagnosis("mask_not_bool", f"值是对的，但 dtype 是 {got.dtype}：请返回 bool 张量（masked_fill 需要 bool）。",
-                         f"The values are right but the dtype is {got.dtype}: return a bool tensor (masked_fill needs bool).")
+        return _named("mask_not_bool", dtype=got.dtype)
     if torch.equal(as_bool, future | torch.eye(n, dtype=torch.bool)):
-        return Diagnosis("mask_includes_diagonal", *TEXT["mask_includes_diagonal"])
+        return _named("mask_includes_diagonal")
     if torch.equal(as_bool, ~future):
-        return Diagnosis("mask_keeps_instead_of_hides", "True/False 反了：True 应表示要遮住的未来位置（j > i）。",
-                         "True and False are swapped: True must mark the future positions to hide (j > i).")
+        return _named("mask_keeps_instead_of_hides")
     if torch.equal(as_bool, future.T):
-        return Diagnosis("mask_inverted", "你遮住的是对角线以下（过去），应遮住对角线以上（未来）。",
-                         "You hide below the diagonal (the past); hide above it (the future).")
+        return _named("mask_inverted_fn", "mask_inverted")
     return None
 
 
@@ -189,26 +320,20 @@ def split(x, heads: int, got) -> Diagnosis | None:
     *batch, T, d_model = x.shape
     d = d_model // heads
     variants = {
-        "split_without_transpose": x.reshape(*batch, heads, T, d),
-        "split_strided_heads": x.reshape(*batch, T, d, heads).movedim(-1, -3),
-        "split_heads_not_moved": x.reshape(*batch, T, heads, d),
+        "split_without_transpose": lambda: x.reshape(*batch, heads, T, d),
+        "split_strided_heads": lambda: x.reshape(*batch, T, d, heads).movedim(-1, -3),
+        "split_heads_not_moved": lambda: x.reshape(*batch, T, heads, d),
+        "split_wrong_axes": lambda: x.reshape(*batch, T, heads, d).transpose(0, 1) if batch else None,
+        "split_stacked_before_batch": lambda: torch.stack(x.chunk(heads, -1), 0) if batch else None,
+        "split_hard_coded_heads": lambda: x.reshape(*batch, T, 2, d_model // 2).transpose(-3, -2) if heads != 2 else None,
     }
-    if batch:
-        variants["split_wrong_axes"] = x.reshape(*batch, T, heads, d).transpose(0, 1)
-    if heads != 2 and d_model % 2 == 0:
-        variants["split_hard_coded_heads"] = x.reshape(*batch, T, 2, d_model // 2).transpose(-3, -2)
-    text = {
-        "split_without_transpose": ("你直接把最后一维 reshape 成了 [H, T, d_head]，没有先拆成 [T, H, d_head] 再交换 T 与 H：头被切错了。",
-                                    "Your heads are cut without the transpose: reshape to [..., T, H, d_head] first, then swap T and H."),
-        "split_strided_heads": ("你的头是跨步取的（每隔 H 个特征取一个）：每个头应是连续的 d_head 个特征。",
-                                "Your heads are strided (every H-th feature): each head must be a contiguous block of d_head features."),
-        "split_heads_not_moved": ("形状是 [..., T, H, d_head]：还需要把头的维度移到 T 之前。",
-                                  "Your result is [..., T, H, d_head]: move the head dim in front of T."),
-        "split_wrong_axes": ("你交换了第 0 和第 1 维（transpose(0, 1)）：有批维度时应交换最后的 T 与 H 两维（transpose(-3, -2)）。",
-                             "You swap dims 0 and 1: with batch dims, swap the T and H dims counted from the end (transpose(-3, -2))."),
-        "split_hard_coded_heads": ("头的数量被写死成 2：请使用参数 num_heads。", "The number of heads is hard-coded to 2: use num_heads."),
-    }
-    for key, value in variants.items():
-        if isinstance(got, torch.Tensor) and got.shape == value.shape and torch.equal(got, value):
-            return Diagnosis(key, *text[key])
+    if not isinstance(got, torch.Tensor):
+        return None
+    for key, variant in variants.items():
+        try:
+            value = variant()
+        except Exception:
+            continue
+        if value is not None and got.shape == value.shape and torch.equal(got, value):
+            return _named(key)
     return None
