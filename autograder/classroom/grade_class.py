@@ -30,10 +30,14 @@ class GradebookExists(Exception):
     pass
 
 
+ENGINE = Path(__file__).resolve().parents[1] / "engine"
+
+
 def suite_fingerprint(suite: Suite) -> str:
-    """Changes whenever the checks, diagnosis or references change: such results are stale and get regraded."""
+    """Changes whenever the checks, diagnosis, references or the engine change: such results are regraded."""
     h = hashlib.sha256()
-    for path in sorted(suite.directory.glob("*.py")) + [suite.directory / "references.npz"]:
+    files = sorted(suite.directory.glob("*.py")) + [suite.directory / "references.npz"] + sorted(ENGINE.glob("*.py"))
+    for path in files:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 

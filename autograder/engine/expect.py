@@ -84,7 +84,7 @@ def close(actual, expected: torch.Tensor, what: str, atol: float = ATOL, rtol: f
         bad = err > atol + rtol * e.abs()
         if bool(bad.any()):
             index = [int(i) for i in torch.nonzero(bad)[0]]
-            fail(f"{what} differs from the expected values at {bad.sum().item()} of {bad.numel()} positions "
+            fail(f"{what}: {bad.sum().item()} of {bad.numel()} values differ from the expected ones "
                  f"(largest difference {err.max().item():.3g}, first at index {index})",
                  f"{what} 与期望值在 {bad.sum().item()}/{bad.numel()} 个位置不一致"
                  f"（最大差 {err.max().item():.3g}，第一个位置 {index}）")

@@ -41,7 +41,20 @@ def write_grades_csv(path: Path, suite: Suite, results: list[SubmissionResult]) 
 
 
 def feedback_markdown(result: SubmissionResult) -> str:
-    return ENV.get_template("feedback.md.j2").render(r=result, icon=STATUS_ICON, num=num)
+    return ENV.get_template("feedback.md.j2").render(r=result, icon=STATUS_ICON, num=num, groups=problem_groups(result))
+
+
+def problem_groups(result: SubmissionResult) -> list[dict]:
+    """Failed checks per function, in check order, each function with its distinct diagnoses (said once)."""
+    groups: dict[str, dict] = {}
+    for c in result.checks:
+        if c.status == "passed":
+            continue
+        group = groups.setdefault(c.function, {"function": c.function, "checks": [], "diagnoses": {}})
+        group["checks"].append(c)
+        if c.diagnosis:
+            group["diagnoses"].setdefault(c.diagnosis, (c.diagnosis_zh, c.diagnosis_en))
+    return list(groups.values())
 
 
 def feedback_html(result: SubmissionResult, md: str) -> str:
