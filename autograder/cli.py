@@ -39,28 +39,38 @@ def grade(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary table."),
 ) -> None:
     """Grade one submission or a whole class into OUT."""
+    from autograder.sandbox.client import Sandbox, SandboxUnavailable  # no torch yet: the zygote starts first
+    from autograder.sandbox.limits import Limits
+
+    if resume and force:
+        raise typer.BadParameter("--resume and --force exclude each other")
+    limits = Limits(memory_bytes=memory_mib << 20, total_seconds=timeout)
+    secrets = [str(out.resolve()), str(submissions.resolve())]
+    try:
+        with Sandbox(limits, isolate=not no_sandbox, secrets=secrets, slots=2 * jobs) as sandbox:
+            _grade(submissions, out, assignment, limits, sandbox, not no_sandbox, jobs,
+                   "resume" if resume else "force" if force else "new", quiet)
+    except SandboxUnavailable as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_SANDBOX)
+
+
+def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, quiet) -> None:
+    """The part of `grade` that runs while the sandbox's zygote is importing torch."""
     from autograder.classroom.grade_class import ClassRun, GradebookExists
     from autograder.classroom.intake import IntakeError
     from autograder.engine.checks import load_suite
     from autograder.report.summary import print_summary
     from autograder.report.write import write_outputs
-    from autograder.sandbox.client import SandboxUnavailable
-    from autograder.sandbox.limits import Limits
 
-    if resume and force:
-        raise typer.BadParameter("--resume and --force exclude each other")
     suite = load_suite(assignment)
-    limits = Limits(memory_bytes=memory_mib << 20, total_seconds=timeout)
-    run = ClassRun(submissions, out, suite, limits, isolate=not no_sandbox, jobs=jobs,
-                   mode="resume" if resume else "force" if force else "new", show_progress=not quiet)
+    run = ClassRun(submissions, out, suite, limits, isolate=isolate, jobs=jobs, mode=mode, show_progress=not quiet,
+                   sandbox=sandbox)
     try:
         results, stats = run.grade()
     except (IntakeError, GradebookExists, FileNotFoundError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_USAGE)
-    except SandboxUnavailable as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(EXIT_SANDBOX)
     except KeyboardInterrupt:
         typer.echo(f"\ninterrupted: finished submissions are saved in {out}; continue with --resume", err=True)
         raise typer.Exit(130)

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import tempfile
 import time
@@ -52,6 +53,7 @@ class ClassRun:
     jobs: int = 2
     mode: str = "new"          # new: refuse an existing gradebook; resume: skip current results; force: regrade all
     show_progress: bool = True
+    sandbox: Sandbox | None = None  # started by the caller (so torch loads in the zygote meanwhile), else here
 
     def grade(self) -> tuple[list[SubmissionResult], dict]:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -87,9 +89,18 @@ class ClassRun:
         if not todo:
             return {"graded": 0, "skipped": skipped}
         refs = self.suite.references()
+        with contextlib.ExitStack() as stack:
+            sandbox = self.sandbox or stack.enter_context(self.start_sandbox())
+            self._grade_in(sandbox, todo, refs, book, fingerprint)
+        return {"graded": len(todo), "skipped": skipped}
+
+    def start_sandbox(self) -> Sandbox:
+        """The sandbox this run needs; the output and the submissions are secrets hidden from every worker."""
         secrets = [str(self.out.resolve()), str(Path(self.source).resolve())]
-        with Sandbox(self.limits, isolate=self.isolate, secrets=secrets, slots=2 * self.jobs) as sandbox, \
-                ThreadPoolExecutor(self.jobs, thread_name_prefix="grade") as pool, \
+        return Sandbox(self.limits, isolate=self.isolate, secrets=secrets, slots=2 * self.jobs)
+
+    def _grade_in(self, sandbox: Sandbox, todo: list[Entry], refs: dict, book: Gradebook, fingerprint: str) -> None:
+        with ThreadPoolExecutor(self.jobs, thread_name_prefix="grade") as pool, \
                 Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                          TextColumn("{task.description}"), disable=not self.show_progress, transient=False) as bar:
             task = bar.add_task("", total=len(todo))
@@ -106,7 +117,6 @@ class ClassRun:
                 for future in pending:
                     future.cancel()
                 raise
-        return {"graded": len(todo), "skipped": skipped}
 
 
 def _sha256(path: Path) -> str | None:

@@ -27,6 +27,7 @@ def score_histogram_png(scores: list[float], max_score: float) -> str:
     ax.set_ylabel("students")
     ax.set_xlim(-0.5, max_score + 0.5)
     ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.xaxis.get_major_locator().set_params(integer=True)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})

@@ -18,7 +18,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from . import cgroups, wire
+from . import cgroups, frames
 from .limits import Limits
 
 FIRST_UID = 61000  # job uids: FIRST_UID + slot; one per concurrent worker so workers cannot signal each other
@@ -159,7 +159,7 @@ class Worker:
         self.dead = False
 
     def start(self) -> None:
-        wire.send(self.sock, {"op": "go", "memory_cgroup": self.group is not None})
+        frames.send(self.sock, {"op": "go", "memory_cgroup": self.group is not None})
         header, _ = self.request(None, timeout=30)
         if not header.get("ok"):
             self.kill()
@@ -172,12 +172,12 @@ class Worker:
         self.sock.settimeout(timeout)
         try:
             if header is not None:
-                wire.send(self.sock, header, blobs)
-            return wire.recv(self.sock, self.sandbox.limits.reply_bytes)
+                frames.send(self.sock, header, blobs)
+            return frames.recv(self.sock, self.sandbox.limits.reply_bytes)
         except socket.timeout:
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout:g} s") from None
-        except (wire.WireError, OSError) as e:
+        except (frames.WireError, OSError) as e:
             reason = self.death_reason(e)
             self.kill()
             raise WorkerCrashed(reason) from None
@@ -185,7 +185,7 @@ class Worker:
     def death_reason(self, error: Exception) -> str:
         if self.group is not None and self.group.hit_memory_limit():
             return f"memory limit of {self.sandbox.limits.memory_bytes >> 20} MiB exceeded"
-        if isinstance(error, wire.WireError) and "closed" in str(error):
+        if isinstance(error, frames.WireError) and "closed" in str(error):
             return "the process ended (exit, os._exit, a crash, or a resource limit)"
         return f"invalid reply: {error}"
 

@@ -1,6 +1,6 @@
 """The byte format between the grader and a worker: JSON headers plus raw tensor bytes. Never pickle.
 
-A frame is ``>I`` header length, the UTF-8 JSON header, then the blobs it lists (``header["blobs"]`` = their sizes).
+Frames (``frames.py``) carry a JSON header and raw blobs; this module turns values into (tree, blobs) and back.
 Values nest as JSON: ``None``/bool/int/float/str as themselves, and tagged objects for the rest:
 ``{"tensor": i, "dtype": "float32", "shape": [..]}`` (blob ``i`` holds the C-contiguous bytes),
 ``{"tuple": [...]}``, ``{"list": [...]}``, ``{"dict": {...}}``, ``{"handle": n}`` (an object living in the worker),
@@ -9,23 +9,17 @@ The decoder validates every header against limits before it allocates anything.
 """
 from __future__ import annotations
 
-import json
 import math
-import socket
-import struct
 
 import torch
 
-MAX_HEADER = 1 << 20
+from .frames import WireError
+
 DTYPES = {
     name: getattr(torch, name)
     for name in ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
 }
 MAX_DIMS = 8
-
-
-class WireError(Exception):
-    """The peer sent something that is not a valid frame (or hung up)."""
 
 
 def encode(value) -> tuple[object, list[bytes]]:
@@ -137,39 +131,3 @@ def _tensor(v: dict, blobs: list[bytes], used: set[int]) -> torch.Tensor:
     storage_dtype = torch.int16 if dtype == torch.bfloat16 else dtype
     t = torch.frombuffer(bytearray(blob), dtype=storage_dtype).reshape(shape)
     return t.view(torch.bfloat16) if dtype == torch.bfloat16 else t
-
-
-def send(sock: socket.socket, header: dict, blobs: list[bytes] = ()) -> None:
-    header = dict(header, blobs=[len(b) for b in blobs])
-    data = json.dumps(header, separators=(",", ":")).encode()
-    sock.sendall(struct.pack(">I", len(data)) + data)
-    for b in blobs:
-        sock.sendall(b)
-
-
-def recv(sock: socket.socket, max_bytes: int) -> tuple[dict, list[bytes]]:
-    """Read one frame; raise WireError on EOF, oversize or malformed data (socket timeouts propagate)."""
-    (n,) = struct.unpack(">I", _exact(sock, 4))
-    if n > MAX_HEADER:
-        raise WireError(f"header of {n} bytes is too large")
-    try:
-        header = json.loads(_exact(sock, n))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise WireError(f"header is not JSON: {e}") from None
-    sizes = header.get("blobs", []) if isinstance(header, dict) else None
-    if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
-        raise WireError("bad blob list")
-    if sum(sizes) > max_bytes:
-        raise WireError(f"reply of {sum(sizes)} bytes exceeds the {max_bytes}-byte limit")
-    return header, [_exact(sock, s) for s in sizes]
-
-
-def _exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray(n)
-    view, got = memoryview(buf), 0
-    while got < n:
-        k = sock.recv_into(view[got:], n - got)
-        if k == 0:
-            raise WireError("connection closed")
-        got += k
-    return bytes(buf)

@@ -18,7 +18,7 @@ import types
 import torch
 from torch.overrides import TorchFunctionMode
 
-from . import wire
+from . import frames, wire
 
 SUBMISSION_NAME = "attention_submission"
 OUTPUT_PATH = "/tmp/.autograder-output"
@@ -96,11 +96,11 @@ class Worker:
     def serve(self) -> None:
         while True:
             try:
-                header, blobs = wire.recv(self.sock, max_bytes=1 << 30)
-            except (wire.WireError, OSError):
+                header, blobs = frames.recv(self.sock, max_bytes=1 << 30)
+            except (frames.WireError, OSError):
                 return
             reply, out_blobs = self.handle(header, blobs)
-            wire.send(self.sock, reply, out_blobs)
+            frames.send(self.sock, reply, out_blobs)
 
     def handle(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         op = header.get("op")

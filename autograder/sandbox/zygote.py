@@ -24,7 +24,7 @@ import torch.nn.functional  # noqa: E402,F401
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
-from . import confine, linux, rootfs, wire, worker  # noqa: E402
+from . import confine, frames, linux, rootfs, worker  # noqa: E402
 
 PRELOAD = ("math", "numpy", "typing", "warnings", "functools", "itertools", "collections", "dataclasses", "random",
            "time", "inspect", "gc", "copy", "einops", "matplotlib", "matplotlib.pyplot")
@@ -69,7 +69,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
     os.setsid()
     sock = socket.socket(fileno=job_fd)
     limits = config["limits"]
-    go, _ = wire.recv(sock, max_bytes=0)  # the grader has put us in our cgroup
+    go, _ = frames.recv(sock, max_bytes=0)  # the grader has put us in our cgroup
     try:
         if config["isolate"]:
             confine.enter_namespaces_as_init()
@@ -80,14 +80,14 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
         else:
             os.chdir(os.environ.get("TMPDIR", "/tmp"))
     except OSError as e:
-        wire.send(sock, {"ok": False, "error": {"type": "SandboxError", "message": str(e)}})
+        frames.send(sock, {"ok": False, "error": {"type": "SandboxError", "message": str(e)}})
         raise
     os.closerange(3, job_fd)
     os.closerange(job_fd + 1, 1 << 16)
     if config["isolate"]:
         worker.redirect_output(cap=limits["file_bytes"] // 2)
     w = worker.Worker(sock, limits["output_excerpt"])
-    wire.send(sock, {"ok": True, "ready": True})
+    frames.send(sock, {"ok": True, "ready": True})
     w.serve()
 
 
