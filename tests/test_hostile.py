@@ -32,5 +32,6 @@ def test_attack_scores_exactly_and_changes_nothing_for_the_next_student(fixture,
 
 
 def test_no_attack_left_a_file_on_the_host():
-    leftovers = [p for p in (Path("/tmp"), Path.home(), SOLUTION.parents[2]) if list(p.glob("PWNED*"))]
+    places = [Path(p) for p in ("/", "/etc", "/tmp", "/var/tmp", "/dev/shm")] + [Path.home()]
+    leftovers = [hit for p in places for hit in p.glob("PWNED*")] + list(SOLUTION.parents[2].rglob("PWNED*"))
     assert leftovers == []

@@ -63,3 +63,16 @@ def test_invalid_notebook_is_refused(tmp_path):
 def test_notebook_form_of_the_solution_gets_full_marks(grade):
     result = grade(SOLUTION.with_suffix(".ipynb"))
     assert result.score == result.max_score == 20, [(c.name, c.detail_en) for c in result.checks if c.score == 0]
+
+
+def test_unfinished_notebook_keeps_the_points_of_finished_functions(grade, tmp_path):
+    """A demo cell calling an unfinished TODO must not stop the notebook: later cells (and functions) still run."""
+    solution = SOLUTION.read_text()
+    unfinished = solution.replace("def split_heads(", "def _done_split_heads(", 1) + (
+        "\ndef split_heads(x, num_heads):\n    raise NotImplementedError('TODO(split_heads): not yet')\n")
+    path = tmp_path / "attention.ipynb"
+    path.write_text(notebook_with(unfinished, "print(split_heads(None, 2))", "marker = 'later cells ran'"))
+    result = grade(path)
+    statuses = {c.function: c.status for c in result.checks if c.status != "passed"}
+    assert statuses == {"split_heads": "not_implemented", "MultiHeadAttention": "not_implemented"}
+    assert result.score == 13 and "[cell 2] NotImplementedError" in result.output

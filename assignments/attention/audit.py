@@ -41,18 +41,22 @@ def _visible(T: int, causal: bool) -> torch.Tensor:
     return i[None, :] <= i[:, None]
 
 
-def attention_received(weights: torch.Tensor, causal: bool = True) -> torch.Tensor:
+def attention_received(weights: torch.Tensor, causal: bool = True, query: "int | None" = None) -> torch.Tensor:
     """Attention each key token receives, averaged over the queries that can see it.
 
     Args:
         weights: (..., T, T), rows sum to 1.
         causal: key j is seen by the queries i >= j (True) or by all T queries (False).
+        query: if given, count only this query row (e.g. -1: the token that produces the next output).
 
     Returns:
-        (..., T): entry j = sum_i weights[..., i, j] / (number of queries that can see j).
-        1.0 means every query that could look at token j looked only at it; 0.0 means nobody did.
+        (..., T): entry j = sum_i weights[..., i, j] / (number of queries that can see j), or
+        weights[..., query, j] when `query` is given. 1.0 means every query that could look at token j
+        looked only at it; 0.0 means nobody did.
     """
     weights = _check_weights(weights)
+    if query is not None:
+        return weights[..., query, :]
     T = weights.shape[-1]
     viewers = _visible(T, causal).sum(dim=-2).to(weights.dtype)  # (T,): queries that can see key j
     return weights.sum(dim=-2) / viewers
@@ -89,19 +93,20 @@ def token_stats(weights: torch.Tensor, causal: bool = True) -> dict[str, torch.T
     }
 
 
-def ignored_tokens(weights: torch.Tensor, threshold: float = 0.05, causal: bool = True) -> torch.Tensor:
+def ignored_tokens(weights: torch.Tensor, threshold: float = 0.05, causal: bool = True,
+                   query: "int | None" = None) -> torch.Tensor:
     """Positions that receive almost no attention across a whole batch.
 
     Args:
         weights: (..., T, T) for a batch of sequences (and heads): every leading dim counts as "the batch".
         threshold: a position is ignored when its received attention (see attention_received) stays below
             this value in every sequence and head. Pick it relative to T: even attention gives about 1/T.
-        causal: as in attention_received.
+        causal, query: as in attention_received.
 
     Returns:
         bool tensor (T,): True at the ignored positions.
     """
-    received = attention_received(weights, causal)                # (..., T)
+    received = attention_received(weights, causal, query)        # (..., T)
     return (received.reshape(-1, received.shape[-1]) < threshold).all(dim=0)
 
 

@@ -67,6 +67,7 @@ class Session:
         self.worker: Worker | None = None
         self.restarts = 0
         self.load_error: StudentError | None = None
+        self.cell_errors: list[dict] = []  # notebook cells that raised while the notebook ran
         self.output = ""
 
     def remaining(self, cap: float) -> float:
@@ -88,7 +89,8 @@ class Session:
         try:
             header, _ = self.worker.request(
                 {"op": "load", "source": self.submission.source, "filename": self.submission.filename,
-                 "notebook": self.submission.notebook, "forbidden": self.forbidden},
+                 "notebook": self.submission.notebook, "cells": list(self.submission.cells),
+                 "forbidden": self.forbidden},
                 timeout=self.remaining(self.limits.load_seconds))
         except (WorkerTimeout, WorkerCrashed) as e:
             kind = "Timeout" if isinstance(e, WorkerTimeout) else "Crash"
@@ -98,6 +100,7 @@ class Session:
             self.collect_output()
             self.load_error = SubmissionLoadError(header.get("error", {}))
             raise self.load_error
+        self.cell_errors = [e for e in header.get("cell_errors", []) if isinstance(e, dict)][:20]
         return self.worker
 
     def request(self, header: dict, blobs: list[bytes]) -> Reply:
@@ -129,6 +132,9 @@ class Session:
 
     def close(self) -> None:
         self.collect_output()
+        cells = "".join(f"[cell {e.get('cell')}] {e.get('type')}: {str(e.get('message'))[:200]}\n"
+                        for e in self.cell_errors)
+        self.output = (cells + self.output)[: self.limits.output_excerpt]
         if self.worker is not None:
             self.worker.kill()
 

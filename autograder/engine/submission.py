@@ -28,11 +28,12 @@ class SubmissionError(Exception):
 @dataclass(frozen=True)
 class Submission:
     path: Path
-    source: str          # Python source the worker executes
+    source: str          # the whole Python source (all cells of a notebook, joined)
     filename: str        # name shown in tracebacks: attention.py / attention.ipynb
     notebook: bool
     sha256: str          # of the raw file bytes: a changed submission is regraded
     tree: ast.Module = field(repr=False, compare=False)  # parsed once, for the static scans
+    cells: tuple[str, ...] = ()  # a notebook's code cells: the worker runs them one by one, errors allowed
 
 
 def read_bytes(path: Path) -> bytes:
@@ -64,8 +65,8 @@ def decode_utf8(raw: bytes, name: str) -> str:
             f"{name} 不是 UTF-8 编码（第 {line} 行的字节 0x{raw[e.start]:02x}）；请以 UTF-8 保存") from None
 
 
-def notebook_source(text: str, name: str) -> str:
-    """Code cells in order, one block each; magics, shell lines and otter calls become `pass`."""
+def notebook_cells(text: str, name: str) -> list[str]:
+    """Code cells in order, each headed by its number; magics, shell lines and otter calls become `pass`."""
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as e:
@@ -79,8 +80,8 @@ def notebook_source(text: str, name: str) -> str:
         if lines and lines[0].lstrip().startswith("%%"):
             lines = ["# " + line for line in lines]  # a cell magic: the whole cell is not Python
         lines = [_neutralise(line) for line in lines]
-        blocks.append(f"# --- cell {number} ---\n" + "\n".join(lines))
-    return "\n\n".join(blocks) + "\n"
+        blocks.append(f"# --- cell {number} ---\n" + "\n".join(lines) + "\n")
+    return blocks
 
 
 def _neutralise(line: str) -> str:
@@ -95,7 +96,8 @@ def load(path: Path) -> Submission:
     raw = read_bytes(path)
     text = decode_utf8(raw, path.name)
     notebook = path.suffix == ".ipynb"
-    source = notebook_source(text, path.name) if notebook else text
+    cells = tuple(notebook_cells(text, path.name)) if notebook else ()
+    source = "\n".join(cells) if notebook else text
     try:
         tree = ast.parse(source, path.name)  # parsing runs nothing; it finds syntax errors
     except SyntaxError as e:
@@ -103,4 +105,4 @@ def load(path: Path) -> Submission:
                               f"{path.name} 第 {e.lineno} 行有语法错误：{e.msg}") from None
     except ValueError as e:  # e.g. null bytes
         raise SubmissionError(f"{path.name} cannot be compiled: {e}", f"{path.name} 无法编译：{e}") from None
-    return Submission(path, source, path.name, notebook, hashlib.sha256(raw).hexdigest(), tree)
+    return Submission(path, source, path.name, notebook, hashlib.sha256(raw).hexdigest(), tree, cells)

@@ -76,21 +76,29 @@ class Worker:
         Recorder.__name__ = Recorder.__qualname__ = original.__name__
         return Recorder
 
-    def load(self, source: str, filename: str, notebook: bool) -> dict:
+    def load(self, source: str, filename: str, notebook: bool, cells: list[str] | None = None) -> dict:
+        """Run the submission as a module. A .py file must import cleanly; a notebook runs like "Run All" with
+        errors allowed: a cell that raises (an unfinished TODO called by a demo cell) is reported and the next
+        cell still runs, so one unfinished function does not hide the others."""
         module = types.ModuleType(SUBMISSION_NAME)
         module.__file__ = "/submission/" + filename
         if notebook:
             module.__dict__.update(display=_quiet, get_ipython=lambda: None)
         sys.modules[SUBMISSION_NAME] = module
         started = time.perf_counter()
-        try:
-            code = compile(source, filename, "exec", dont_inherit=True)
-            exec(code, module.__dict__)
-        except BaseException as e:  # SystemExit and KeyboardInterrupt included: the module failed to load
-            return {"ok": False, "error": describe(e)}
+        blocks = list(enumerate(cells, 1)) if notebook and cells else [(None, source)]
+        cell_errors = []
+        for number, block in blocks:
+            try:
+                exec(compile(block, filename, "exec", dont_inherit=True), module.__dict__)
+            except BaseException as e:  # SystemExit and KeyboardInterrupt included
+                if number is None:
+                    return {"ok": False, "error": describe(e)}
+                cell_errors.append({"cell": number, **describe(e)})
         self.module = module
         names = [n for n, v in module.__dict__.items() if callable(v) and not n.startswith("_")]
-        return {"ok": True, "names": sorted(names), "seconds": time.perf_counter() - started}
+        return {"ok": True, "names": sorted(names), "cell_errors": cell_errors[:20],
+                "seconds": time.perf_counter() - started}
 
     # -- requests ----------------------------------------------------------------------------------------------
     def serve(self) -> None:
@@ -106,7 +114,8 @@ class Worker:
         op = header.get("op")
         if op == "load":
             self.watch_forbidden(header.get("forbidden", []))
-            return self.load(header["source"], header["filename"], header.get("notebook", False)), []
+            return self.load(header["source"], header["filename"], header.get("notebook", False),
+                             header.get("cells")), []
         if op == "output":
             return self.output(), []
         if self.module is None:

@@ -9,13 +9,14 @@ when every public check passes.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
+import json
 import os
 import re
 import signal
 import sys
 import threading
-import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LANGS = ("zh", "en")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-LOAD_SECONDS, CALL_SECONDS = 60.0, 20.0    # generous: this is the student's machine, the timeouts only stop hangs
+LOAD_SECONDS, CALL_SECONDS = 60.0, 10.0    # generous: this is the student's machine, the timeouts only stop hangs
 GRADING_ENV = "AUTOGRADER_GRADING"         # notebooks skip their heavy demo cells when this is set
 PLOT_NAME = "attention_check.png"
 
@@ -32,7 +33,7 @@ TEXT = {
     "title": ("公开测试", "Public tests"),
     "subset": ("公开测试是正式评分 {total} 项检查中的 {public} 项", "the public tests are {public} of the {total} graded checks"),
     "checked": ("检查的文件", "checked"),
-    "other_form": ("（要检查 notebook，请运行 autograder check {other}）", "(to check the other file: autograder check {other})"),
+    "other_form": ("（要检查另一个文件，请运行 autograder check {other}）", "(to check the other file: autograder check {other})"),
     "passed": ("通过", "passed"),
     "failed": ("未通过", "failed"),
     "not_implemented": ("还没实现", "not yet implemented"),
@@ -63,8 +64,8 @@ TEXT = {
     "output_tail": ("你的代码打印的最后几行：", "The last lines your code printed:"),
     "no_file": ("找不到要检查的文件：{path}（应为 {names} 之一，或包含它们的文件夹）",
                 "Nothing to check at {path} (expected {names}, or a folder holding one of them)"),
-    "bad_lang": ("--lang 只能是 zh 或 en，而不是 {lang!r}", "--lang must be zh or en, not {lang!r}"),
-    "unreadable": ("无法读取：{error}", "Cannot read it: {error}"),
+    "bad_lang": ("--lang 只能是 zh 或 en，而不是 {value!r}", "--lang must be zh or en, not {value!r}"),
+    "unreadable": ("无法检查 {name}：{error_zh}", "Cannot check {name}: {error_en}"),
     "plot_saved": ("图已保存：{path}", "Picture saved: {path}"),
     "plot_failed": ("无法画图：{error}", "Could not draw the picture: {error}"),
 }
@@ -121,12 +122,24 @@ class LocalSession:
         self.printed = io.StringIO()          # what the student's code prints stays out of the table
         self.load_error = None
         self.todo_messages: dict[str, str] = {}
+        before = os.environ.get(GRADING_ENV)
         if submission.notebook:
-            os.environ[GRADING_ENV] = "1"      # the notebook's own switch for its training and plotting cells
-        reply, _ = self._handle({"op": "load", "source": submission.source, "filename": submission.filename,
-                                 "notebook": submission.notebook, "forbidden": forbidden}, [], LOAD_SECONDS)
+            os.environ[GRADING_ENV] = "1"      # as in grading: the notebook skips its training and plotting cells
+        try:
+            reply, _ = self._handle({"op": "load", "source": submission.source, "filename": submission.filename,
+                                     "notebook": submission.notebook, "cells": list(submission.cells),
+                                     "forbidden": forbidden}, [], LOAD_SECONDS)
+        finally:
+            if before is None:
+                os.environ.pop(GRADING_ENV, None)
+            else:
+                os.environ[GRADING_ENV] = before
         if not reply.get("ok"):
-            self.load_error = SubmissionLoadError(reply.get("error", {}))
+            error = dict(reply.get("error") or {})
+            if error.get("type") == _CallTimeout.__name__:
+                error = {"type": "Timeout", "message": f"while loading the file: {error.get('message')} "
+                                                       "(an infinite loop?)"}
+            self.load_error = SubmissionLoadError(error)
 
     @property
     def module(self):
@@ -196,7 +209,11 @@ def load_student(path: Path, forbidden: list[str]) -> tuple[LocalStudent, LocalS
 
 # -- finding the file, the language, the hints --------------------------------------------------------------------
 def find_submission(path: Path, names: tuple[str, ...]) -> tuple[Path, Path | None]:
-    """(file to check, the other form if it is there too). In a folder with both files, the one edited last."""
+    """(file to check, the other form if it is there too).
+
+    The release ships both forms. In a folder holding both, the one the student changed is checked: changed means
+    different from the release (`manifest.json` holds the hash of every released file); if both or neither
+    changed, or there is no manifest, the one saved last (ties: the first of `names`, the module form)."""
     path = Path(path)
     if path.is_file():
         return path, None
@@ -207,9 +224,30 @@ def find_submission(path: Path, names: tuple[str, ...]) -> tuple[Path, Path | No
         raise UsageError("no_file", path=str(path), names=", ".join(names))
     if len(present) == 1:
         return present[0], None
-    # The template ships both forms: the one touched most recently is the one being worked on (ties: the first).
-    newest = max(present, key=lambda p: (p.stat().st_mtime_ns // 1_000_000_000, -present.index(p)))
-    return newest, next(p for p in present if p != newest)
+    released = _released_hashes(path)
+    changed = [p for p in present if released.get(p.name) != _sha256(p)]
+    if released and len(changed) == 1:
+        chosen = changed[0]
+    elif released and not changed:
+        chosen = present[0]
+    else:
+        chosen = max(present, key=lambda p: (p.stat().st_mtime_ns // 1_000_000_000, -present.index(p)))
+    return chosen, next(p for p in present if p != chosen)
+
+
+def _released_hashes(folder: Path) -> dict[str, str]:
+    try:
+        files = json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("files", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def assignment_config(assignment: str) -> dict:
@@ -224,7 +262,7 @@ def assignment_config(assignment: str) -> dict:
 def resolve_lang(lang: str | None, config: dict) -> str:
     chosen = (lang or config.get("default_lang") or "zh").strip().lower()
     if chosen not in LANGS:
-        raise UsageError("bad_lang", lang=lang)
+        raise UsageError("bad_lang", value=lang)
     return chosen
 
 
@@ -270,7 +308,6 @@ class Outcome:
     load_error: object       # StudentError or None
     output: str
     todos: list[str]         # TODO ids not done yet
-    seconds: float
 
 
 def run_public(path: Path, other: Path | None, assignment: str):
@@ -280,14 +317,14 @@ def run_public(path: Path, other: Path | None, assignment: str):
     from autograder.engine.runner import _forbidden, _result, run_check
     from autograder.engine.submission import SubmissionError
 
-    started = time.perf_counter()
     full = load_suite(assignment)
     suite = full.public()
     try:
         student, session = load_student(path, list(suite.forbidden))
-    except SubmissionError as e:
-        raise UsageError("unreadable", error=e) from None
-    static = forbidden_scan.scan(session.submission.source, list(suite.forbidden))
+    except SubmissionError as e:  # unreadable, not UTF-8, a syntax error...: the grader could not run it either
+        raise UsageError("unreadable", name=Path(path).name, error_zh=e.zh, error_en=e.en) from None
+    submission = session.submission
+    static = forbidden_scan.scan(getattr(submission, "tree", None) or submission.source, list(suite.forbidden))
     results, stopped = [], {}
     for check in suite.checks:
         if check.function in static:
@@ -308,8 +345,7 @@ def run_public(path: Path, other: Path | None, assignment: str):
                 todos.append(todo)
     if session.load_error is not None and session.load_error.type == "NotImplementedError":
         todos = remaining_todos(session.submission.source)
-    outcome = Outcome(path, other, results, len(full.checks), session.load_error, session.output, todos,
-                      time.perf_counter() - started)
+    outcome = Outcome(path, other, results, len(full.checks), session.load_error, session.output, todos)
     return outcome, session
 
 
@@ -434,6 +470,9 @@ def run_check_command(path: Path, lang: str | None, plot: bool, assignment: str)
         file, other = find_submission(Path(path), tuple(names))
         outcome, session = run_public(file, other, assignment)
     except UsageError as e:
+        if e.key == "unreadable":  # the student's file is there but cannot run: a failure to fix, not a usage error
+            console.print(f"✘ {say(lang, e.key, **e.fields)}", style="bold red", markup=False, soft_wrap=True)
+            return EXIT_FAILED
         errors.print(f"error: {say(lang, e.key, **e.fields)}", markup=False, soft_wrap=True)
         return EXIT_USAGE
     render(console, outcome, lang, config, session.todo_messages)
