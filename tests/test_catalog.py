@@ -1,6 +1,9 @@
-"""Grader accuracy on the implementation catalogs: every correct variant gets full marks; every wrong one loses the
-points of the checks that must catch it and is told its mistake by name."""
+"""Grader accuracy on the implementation catalogs: every correct variant gets full marks (and no diagnosis); every
+wrong one loses the points of the checks that must catch it and is told its mistake by name, in Chinese and English.
+`benchmarks/catalog_report.py` prints the same grading as a table."""
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -8,6 +11,11 @@ from fixtures.compose import FIXTURES, base_solution_source, compose, parse_expe
 
 CORRECT = sorted((FIXTURES / "correct").glob("*.py"))
 WRONG = sorted((FIXTURES / "wrong").glob("*.py"))
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_catalog_sizes():
+    assert len(WRONG) >= 30 and len(CORRECT) >= 12
 
 
 @pytest.mark.parametrize("fixture", CORRECT, ids=[p.stem for p in CORRECT])
@@ -15,6 +23,7 @@ def test_correct_variant_gets_full_marks(fixture, grade):
     assert parse_expect(fixture) == {"kind": "full"}
     result = grade(compose(fixture, base_solution_source()))
     assert result.score == result.max_score, [(c.name, c.detail_en) for c in result.checks if c.status != "passed"]
+    assert not any(c.diagnosis for c in result.checks)
 
 
 @pytest.mark.parametrize("fixture", WRONG, ids=[p.stem for p in WRONG])
@@ -27,3 +36,7 @@ def test_wrong_variant_loses_points_and_is_diagnosed(fixture, grade):
     diagnoses = {c.diagnosis for c in result.checks if c.diagnosis}
     assert expected["diagnosis"] in diagnoses, (diagnoses, [(c.name, c.detail_en) for c in result.checks
                                                             if c.status != "passed"][:4])
+    for c in result.checks:
+        if c.diagnosis:  # plain words in both languages
+            assert re.fullmatch(r"[a-z][a-z0-9_]*", c.diagnosis)
+            assert CJK.search(c.diagnosis_zh) and c.diagnosis_en and not CJK.search(c.diagnosis_en), c.diagnosis

@@ -252,6 +252,22 @@ def split_single_head(student, refs):
 
 
 # -- MultiHeadAttention (given code, built on the student's functions) ---------------------------------------------
+def mha_against(model, x, expected):
+    expect.close(model(x), expected, "MultiHeadAttention output", diagnose=lambda: mha_diagnosis(model, x, expected))
+
+
+def mha_diagnosis(model, x, expected):
+    """Set any projection biases to 0 and run again: if the output is then right, the biases were the mistake."""
+    zeroed = 0
+    for name in MHA_NAMES:
+        try:
+            model.load_parameters({f"{name}.bias": torch.zeros(x.shape[-1])})
+            zeroed += 1
+        except StudentError:  # no such parameter
+            pass
+    return diagnosis.MHA_BIAS if zeroed and diagnosis.same(model(x), expected) else None
+
+
 @check(points=1, function=MHA, visibility="public",
        zh="MultiHeadAttention(8, 2) 把 [4, 8] 映射为 [4, 8]", en="MultiHeadAttention(8, 2) maps [4, 8] to [4, 8]")
 def mha_shape(student):
@@ -275,18 +291,3 @@ def mha_seed42(student, refs):
     model.load_parameters({f"{n}.weight": refs[f"seed42.{n}.weight"] for n in MHA_NAMES})
     mha_against(model, refs["seed42.x"], refs["seed42.y"])
 
-
-def mha_against(model, x, expected):
-    expect.close(model(x), expected, "MultiHeadAttention output", diagnose=lambda: mha_diagnosis(model, x, expected))
-
-
-def mha_diagnosis(model, x, expected):
-    """Set any projection biases to 0 and run again: if the output is then right, the biases were the mistake."""
-    zeroed = 0
-    for name in MHA_NAMES:
-        try:
-            model.load_parameters({f"{name}.bias": torch.zeros(x.shape[-1])})
-            zeroed += 1
-        except StudentError:  # no such parameter
-            pass
-    return diagnosis.MHA_BIAS if zeroed and diagnosis.same(model(x), expected) else None

@@ -79,9 +79,10 @@ TEXT = {
     "mask_step_raises": ("只有 causal=True 时才报错：出错的是遮挡这一步。请检查 causal_mask 是否返回 [T, T] 的 bool 张量，以及它是否正确地传给了 masked_fill。",
                          "Your function raises only with causal=True: the masking step fails. Check that causal_mask "
                          "returns a bool [T, T] tensor and how you pass it to masked_fill."),
-    "mask_wrong_length": ("有批维度时 mask 的大小不对：单个序列时正常，说明序列长度取自错误的维度（例如 Q.shape[0]）。请用 T = Q.shape[-2]。",
-                          "With batch dims your mask has the wrong size, yet one sequence works: the length comes "
-                          "from the wrong dim (e.g. Q.shape[0]). Use T = Q.shape[-2]."),
+    "mask_wrong_length": ("有批维度且 causal=True 时才报错，单个序列正常：mask 与批量的分数对不上，最常见的原因是序列长度取自错误的维度（例如 Q.shape[0]）。请用 T = Q.shape[-2]。",
+                          "Your function raises on batched input only with causal=True, and one sequence works: the "
+                          "mask does not fit the batched scores, most often because its length comes from the wrong "
+                          "dim (e.g. Q.shape[0]). Use T = Q.shape[-2]."),
     "ignores_causal_false": ("causal=False 时你仍然加了因果 mask：要根据 causal 参数决定是否遮挡。",
                              "You apply the causal mask even when causal=False: mask only when causal is True."),
     "never_masks": ("你没有应用因果 mask：causal=True 时未来位置的权重必须为 0。",
@@ -171,7 +172,9 @@ def _candidates(Q, K, V, causal):
     yield _named("scale_on_values"), lambda: (lambda o, w: (o / math.sqrt(d), w))(*_attn(Q, K, V, causal, divisor=1.0))
     for dim in range(n - 1):
         what = ("每列之和为 1", "columns sum to 1") if dim == n - 2 else (
-            "这是批维度或头维度；不写 dim 的 F.softmax 对 3/4 维输入会选它", "a batch or head dim; F.softmax without dim= picks it for 3-D/4-D input")
+            "这是批维度或头维度，例如 dim=0，或不写 dim 的 F.softmax：它对 3 维输入猜 dim 0，对 4 维输入猜 dim 1",
+            "a batch or head dim, e.g. dim=0, or F.softmax without dim=, which guesses dim 0 for 3-D and dim 1 for 4-D "
+            "input")
         yield (_named("softmax_wrong_dim", dim=dim - n if dim == n - 2 else dim, what=what),
                lambda dim=dim: _attn(Q, K, V, causal, softmax=lambda s: torch.softmax(s, dim)))
     yield _named("softmax_unnormalised"), lambda: _attn(Q, K, V, causal, softmax=torch.exp)
@@ -218,7 +221,7 @@ def sdpa(Q, K, V, causal, out, weights) -> Diagnosis | None:
         return found
     if _overflowed(Q, K, causal, weights, right_w):
         return UNSTABLE
-    if same(weights, right_w):
+    if same(weights, right_w) and not same(out, right_out):
         return _named("output_not_weights_times_v")
     return None
 
@@ -253,6 +256,8 @@ def _scale(Q, K, V, causal, out, weights) -> Diagnosis | None:
         x = torch.where(ok, x, 0.0)
         return torch.where(ok, x - x.sum(-1, keepdim=True) / count, 0.0)
 
+    if int((count - 1).clamp(min=0).sum()) < 3:  # fewer equations than that fit any weights to some c
+        return None
     ds, dl = centred(s), centred(w.clamp(min=1e-300).log())
     slope = float((ds * dl).sum() / (ds * ds).sum())  # 1 / c
     if not slope > 0:
