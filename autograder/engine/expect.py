@@ -68,10 +68,10 @@ def pair(value, what: str):
     return value
 
 
-def finite(value: torch.Tensor, what: str) -> None:
+def finite(value: torch.Tensor, what: str, diagnose=None) -> None:
     if value.is_floating_point() and not torch.isfinite(value).all():
         bad = int((~torch.isfinite(value)).sum())
-        fail(f"{what} contains {bad} NaN/inf values", f"{what} 含有 {bad} 个 NaN/inf")
+        fail(f"{what} contains {bad} NaN/inf values", f"{what} 含有 {bad} 个 NaN/inf", safely(diagnose))
 
 
 def close(actual, expected: torch.Tensor, what: str, atol: float = ATOL, rtol: float = RTOL,

@@ -129,7 +129,7 @@ def sdpa_causal_rows(student):
     for T, d in ((5, 3), (4, 4)):
         Q, K, V = (torch.randn(T, d, generator=g) for _ in range(3))
         out, weights = sdpa(student, Q, K, V)
-        expect.finite(weights, "weights")
+        expect.finite(weights, "weights", diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights))
         future = weights[spec_mask(T)]
         if not torch.all(future == 0):
             expect.fail(f"weights of future positions are not exactly 0 (T={T}, largest {future.abs().max():.3g})",
