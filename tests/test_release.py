@@ -189,15 +189,18 @@ def test_references_npz_is_byte_stable_and_loadable():
 
 @pytest.mark.slow
 def test_nbgrader_generate_assignment_writes_the_same_student_notebook(released, tmp_path):
-    (tmp_path / "source" / ID).mkdir(parents=True)
-    shutil.copy(released / SRC / "attention.ipynb", tmp_path / "source" / ID / "attention.ipynb")
-    (tmp_path / "nbgrader_config.py").write_text(nbgrader_config(), encoding="utf-8")
+    """The released nbgrader_config.py maps nbgrader's course directory onto assignments/ and student_template/."""
+    (tmp_path / SRC).mkdir(parents=True)
+    shutil.copy(released / SRC / "attention.ipynb", tmp_path / SRC / "attention.ipynb")
+    shutil.copy(released / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
+    assert (released / "nbgrader_config.py").read_text(encoding="utf-8") == nbgrader_config(
+        source_only=sorted(p.name for p in (released / SRC).iterdir() if p.is_file() and p.suffix != ".ipynb"))
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # nbgrader runs alembic
     result = subprocess.run([str(VENV_BIN / "nbgrader"), "generate_assignment", ID, "--force"],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     ours = (released / STUDENT / "attention.ipynb").read_bytes()
-    assert (tmp_path / "release" / ID / "attention.ipynb").read_bytes() == ours
+    assert (tmp_path / STUDENT / "attention.ipynb").read_bytes() == ours
 
 
 def test_committed_release_matches_the_source():

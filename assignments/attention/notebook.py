@@ -29,14 +29,24 @@
 #   *Only the functions are graded; keep their names and signatures.*
 # - 评分时整个 notebook 会在沙箱里从头运行一遍：请保持每个单元快速、确定（固定随机种子），不要下载、不要写文件、不要用 `%` 魔法命令。
 #   *The whole notebook is executed during grading: keep cells fast and deterministic; no downloads, no file writes, no `%magic`.*
+# - 评分时会设置环境变量 `AUTOGRADER_GRADING`，这时训练和画图的单元（第 5–8 节）会自动跳过；在你自己的电脑上它们正常运行，
+#   整个 notebook 在 CPU 上一分钟内跑完。
+#   *During grading `AUTOGRADER_GRADING` is set and the training and plotting cells (sections 5–8) skip themselves;
+#   on your own machine they run, and the whole notebook takes under a minute on a CPU.*
+# - 在作业文件夹里运行 `autograder check attention.ipynb` 可以在本地跑公开测试。
+#   *Run `autograder check attention.ipynb` in the assignment folder for the public tests.*
 
 # %%
 import math
+import os
 
 import torch
 import torch.nn as nn
 
 torch.set_printoptions(precision=4, sci_mode=False)
+
+# Set by the grader: the heavy cells below (training, plots) skip themselves when it is.
+GRADING = bool(os.environ.get("AUTOGRADER_GRADING"))
 
 # %% [markdown]
 # ## 1. 不带参数的简化注意力
@@ -288,6 +298,7 @@ for h in range(mha.num_heads):
 # the softmax towards one-hot and its gradient towards 0. Dividing by √d brings the spread back to about 1.
 # For each d: 64 queries, 16 keys each; compare raw and scaled scores.*
 #
+# - `|q·k|` = 点积绝对值的平均（量级）/ mean magnitude of the raw dot product
 # - `std` = 分数的标准差 / spread of the scores
 # - `max w` = 每行最大权重的平均值（1 = one-hot，1/16 ≈ 0.06 = 均匀）/ mean largest weight per row
 # - `H` = 每行权重的熵（最大 ln 16 ≈ 2.77 = 均匀，0 = one-hot）/ entropy of a row
@@ -306,7 +317,7 @@ gen = torch.Generator().manual_seed(0)
 n_queries, n_keys = 64, 16
 dims = [4, 16, 64, 256, 1024]
 rows = []
-print(f"{'d':>5} | {'std raw':>7} {'√d':>6} {'std scaled':>10} | {'max w raw':>9} {'scaled':>6} | "
+print(f"{'d':>5} | {'|q·k|':>6} {'std raw':>7} {'√d':>6} {'std scaled':>10} | {'max w raw':>9} {'scaled':>6} | "
       f"{'H raw':>5} {'scaled':>6} | {'|J| raw':>7} {'scaled':>6}")
 for d in dims:
     q = torch.randn(n_queries, 1, d, generator=gen)
@@ -315,8 +326,9 @@ for d in dims:
     scaled = raw / math.sqrt(d)
     mw_r, h_r, j_r = softmax_stats(raw)
     mw_s, h_s, j_s = softmax_stats(scaled)
-    rows.append((d, mw_r, mw_s, h_r, h_s))
-    print(f"{d:5d} | {raw.std().item():7.2f} {math.sqrt(d):6.2f} {scaled.std().item():10.2f} | "
+    magnitude = raw.abs().mean().item()
+    rows.append((d, mw_r, mw_s, h_r, h_s, magnitude, scaled.abs().mean().item()))
+    print(f"{d:5d} | {magnitude:6.2f} {raw.std().item():7.2f} {math.sqrt(d):6.2f} {scaled.std().item():10.2f} | "
           f"{mw_r:9.2f} {mw_s:6.2f} | {h_r:5.2f} {h_s:6.2f} | {j_r:7.3f} {j_s:6.3f}")
 
 # %% [markdown]
@@ -331,28 +343,219 @@ for s in ([-1.0, 0.0, 1.0], [-8.0, 0.0, 8.0]):
     print(f"softmax({s}) = {[round(p, 4) for p in torch.softmax(torch.tensor(s), dim=-1).tolist()]}")
 
 # %%
-# Optional plot of the table above. Off by default so the graded run stays fast and writes nothing
-# (matplotlib may build a font cache on first import). Set to True when running locally.
-SHOW_PLOT = False
-if SHOW_PLOT:
+# Pictures of the table above, and a helper for every picture that follows. They are skipped during grading.
+SAVE_PNG = False   # True: also save each picture as a PNG file next to this notebook
+
+
+def finish(fig, name: str) -> None:
+    """Show a figure inline; with SAVE_PNG also save it as <name>.png."""
+    if SAVE_PNG:
+        fig.savefig(f"{name}.png", dpi=110)
+    plt.show()
+
+
+def plot_maps(maps, titles, suptitle=None, labels=None):
+    """Draw (T, T) attention maps side by side: rows = queries, columns = keys, with the values written in."""
+    fig, axes = plt.subplots(1, len(maps), figsize=(3.1 * len(maps), 3.3), squeeze=False)
+    for ax, w, title in zip(axes[0], maps, titles):
+        w = torch.as_tensor(w).detach().float()
+        T = w.shape[-1]
+        ax.imshow(w.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+        names = labels or [f"t{i}" for i in range(T)]
+        ax.set_xticks(range(T), names, fontsize=7, rotation=90 if labels else 0)
+        ax.set_yticks(range(T), names, fontsize=7)
+        ax.set_title(title, fontsize=9)
+        if T <= 8:
+            for i in range(T):
+                for j in range(T):
+                    ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=6,
+                            color="black" if w[i, j] > 0.6 else "white")
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+if not GRADING:
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5))
     ds = [r[0] for r in rows]
+    fig, (ax0, ax1, ax2) = plt.subplots(1, 3, figsize=(12, 3.4))
+    ax0.plot(ds, [r[5] for r in rows], "o-", label="raw |q·k|")
+    ax0.plot(ds, [math.sqrt(2 / math.pi) * math.sqrt(d) for d in ds], "--", c="gray", label="√(2/π)·√d")
+    ax0.plot(ds, [r[6] for r in rows], "o-", label="|q·k| / √d")
+    ax0.set(xscale="log", yscale="log", xlabel="d", ylabel="mean |score|", title="dot-product magnitude")
     ax1.plot(ds, [r[1] for r in rows], "o-", label="raw q·k")
     ax1.plot(ds, [r[2] for r in rows], "o-", label="q·k / √d")
+    ax1.axhline(1 / n_keys, ls="--", c="gray", label="uniform")
     ax1.set(xscale="log", xlabel="d", ylabel="mean max weight", title="softmax peak")
     ax2.plot(ds, [r[3] for r in rows], "o-", label="raw q·k")
     ax2.plot(ds, [r[4] for r in rows], "o-", label="q·k / √d")
     ax2.axhline(math.log(n_keys), ls="--", c="gray", label="uniform")
-    ax2.set(xscale="log", xlabel="d", ylabel="entropy", title="softmax entropy")
-    ax1.legend()
-    ax2.legend()
+    ax2.set(xscale="log", xlabel="d", ylabel="entropy (nats)", title="softmax entropy")
+    for ax in (ax0, ax1, ax2):
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    plt.show()
+    finish(fig, "sqrt_d_experiment")
 
 # %% [markdown]
-# ## 6. 审计视角
+# **思考题（不计分）/ Question (ungraded)**
+#
+# 1. 如果把 $\sqrt d$ 换成 $d$（即 `raw / d`），$d = 1024$ 时最大权重和熵会怎样？为什么这同样不好？
+#    可以把上面循环里的 `scaled = raw / math.sqrt(d)` 改掉再运行一遍。
+#    *If you divide by d instead of √d, what happens to the max weight and the entropy at d = 1024, and why is that
+#    bad too? Change `scaled = raw / math.sqrt(d)` above and rerun.*
+# 2. 训练好的模型里，$q$、$k$ 的分量并不是独立的标准正态分布。$\sqrt d$ 在那时还“刚好”吗？它保证的是什么？
+#    *In a trained model the components of q and k are not independent standard normals. Is √d still "exact"? What
+#    does it guarantee?*
+
+# %% [markdown]
+# ## 6. 看图：你的注意力
+# *Your attention, as pictures*
+#
+# 左边两张：你的 `scaled_dot_product_attention` 在章节 seed-42 例子上的权重，和期望的图案（讲义里打印的数字）。
+# 右边：第 4 节里你的 `MultiHeadAttention(8, 2)` 每个头的权重。对角线以上（右上角，未来位置）必须全是 0。
+# 在命令行里 `autograder check --plot` 会把同样的图存成 `attention_check.png`。
+#
+# *Left: your weights on the chapter's seed-42 example beside the expected pattern (the numbers printed in the
+# handout). Right: the per-head weights of your `MultiHeadAttention(8, 2)` from section 4. Everything above the
+# diagonal (the future) must be 0. `autograder check --plot` saves the same picture as `attention_check.png`.*
+
+# %%
+# The chapter's seed-42 weights as printed in the handout (two decimals).
+EXPECTED_SEED42 = torch.tensor([[1.00, 0.00, 0.00, 0.00],
+                                [0.93, 0.07, 0.00, 0.00],
+                                [0.21, 0.46, 0.34, 0.00],
+                                [0.19, 0.31, 0.13, 0.37]])
+
+if not GRADING:
+    torch.manual_seed(42)
+    Q42, K42, V42 = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
+    _, yours42 = scaled_dot_product_attention(Q42, K42, V42, causal=True)
+    print("largest difference from the printed numbers:", round((yours42 - EXPECTED_SEED42).abs().max().item(), 4),
+          "(up to 0.005 is rounding)")
+    fig = plot_maps([yours42, EXPECTED_SEED42, *head_weights],
+                    ["your weights (seed 42)", "expected (seed 42)"]
+                    + [f"your MHA: head {h}" for h in range(len(head_weights))],
+                    suptitle="rows = queries, columns = keys; the upper right (future) must be 0")
+    finish(fig, "attention_check")
+
+# %% [markdown]
+# ## 7. 一个真正训练过的模型
+# *A real model's attention*
+#
+# 随机初始化的权重看不出什么规律。下面用**你自己的** `MultiHeadAttention` 搭一个极小的模型，在 CPU 上训练几秒钟，
+# 任务的正确注意力图案是已知的：
+#
+# - **前一个 token**（previous token）：位置 $t$ 要输出位置 $t-1$ 的 token。正确的图案：紧贴对角线下方的一条斜线。
+# - **复制开头**（copy the first token）：每个位置都要输出第 0 个 token。正确的图案：第一列。
+#
+# 模型只有一层注意力（2 个头）、一个残差连接和两个线性读出层。训练好之后，看看两个头是不是各自学会了一种图案。
+#
+# *A tiny model built on your own `MultiHeadAttention` (one layer, 2 heads, a residual and two linear read-outs),
+# trained for a few seconds on two tasks whose right attention pattern is known: output the previous token (the
+# line just below the diagonal) and copy the first token (the first column). Do the two heads split the work?*
+
+# %%
+VOCAB, SEQ, D_MODEL = 10, 8, 32
+
+
+class ToyModel(nn.Module):
+    """Token + position embeddings -> your MultiHeadAttention (+ residual) -> one read-out per task."""
+
+    def __init__(self, vocab: int, seq_len: int, d_model: int, num_heads: int, outputs: int):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Embedding(seq_len, d_model)
+        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.heads_out = nn.ModuleList(nn.Linear(d_model, vocab) for _ in range(outputs))
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        # tokens: (B, T) integers -> (B, T, d_model)
+        return self.tok(tokens) + self.pos(torch.arange(tokens.shape[-1]))
+
+    def forward(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        e = self.embed(tokens)
+        h = e + self.attn(e)                                  # (B, T, d_model)
+        return [out(h) for out in self.heads_out]             # each (B, T, vocab)
+
+
+def attention_maps(model: ToyModel, tokens: torch.Tensor) -> torch.Tensor:
+    """Per-head weights of the model's attention layer: (B, T) tokens -> (B, H, T, T)."""
+    layer, e = model.attn, model.embed(tokens)
+    q = split_heads(layer.W_q(e), layer.num_heads)
+    k = split_heads(layer.W_k(e), layer.num_heads)
+    v = split_heads(layer.W_v(e), layer.num_heads)
+    return scaled_dot_product_attention(q, k, v, causal=True)[1]
+
+
+def train(model: nn.Module, make_batch, loss_fn, steps: int, lr: float = 1e-2) -> list[float]:
+    """Adam on fresh random batches; returns the loss of every step."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small trains fastest on one thread
+    try:
+        for _ in range(steps):
+            loss = loss_fn(model, *make_batch())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(threads)
+    return losses
+
+
+def toy_batch(n: int = 64):
+    return (torch.randint(0, VOCAB, (n, SEQ), generator=toy_gen),)
+
+
+def toy_loss(model, tokens):
+    previous, first = model(tokens)
+    ce = nn.functional.cross_entropy
+    loss_prev = ce(previous[:, 1:].reshape(-1, VOCAB), tokens[:, :-1].reshape(-1))   # position t -> token t-1
+    loss_first = ce(first.reshape(-1, VOCAB), tokens[:, :1].expand(-1, SEQ).reshape(-1))  # every t -> token 0
+    return loss_prev + loss_first
+
+
+if not GRADING:
+    import time
+
+    torch.manual_seed(0)
+    toy_gen = torch.Generator().manual_seed(0)
+    toy = ToyModel(VOCAB, SEQ, D_MODEL, num_heads=2, outputs=2)
+    started = time.perf_counter()
+    losses = train(toy, toy_batch, toy_loss, steps=120)
+    print(f"trained 120 steps in {time.perf_counter() - started:.1f} s; loss {losses[0]:.2f} -> {losses[-1]:.4f}")
+
+    with torch.no_grad():
+        test_tokens = toy_batch(256)[0]
+        maps = attention_maps(toy, test_tokens).mean(dim=0)          # (H, T, T), averaged over the batch
+        previous, first = toy(test_tokens)
+    print("accuracy: previous token", (previous[:, 1:].argmax(-1) == test_tokens[:, :-1]).float().mean().item(),
+          "| first token", (first.argmax(-1) == test_tokens[:, :1]).float().mean().item())
+    print(f"{'head':>4} | {'weight on t-1':>13} | {'weight on t0':>12}")
+    for h in range(maps.shape[0]):
+        print(f"{h:4d} | {maps[h].diagonal(-1).mean().item():13.2f} | {maps[h, 2:, 0].mean().item():12.2f}")
+
+    ideal_prev = torch.diag(torch.ones(SEQ - 1), -1)
+    ideal_prev[0, 0] = 1.0
+    ideal_first = torch.zeros(SEQ, SEQ)
+    ideal_first[:, 0] = 1.0
+    fig = plot_maps([maps[0], maps[1], ideal_prev, ideal_first],
+                    ["trained head 0", "trained head 1", "ideal: previous token", "ideal: first token"],
+                    suptitle="your MultiHeadAttention after a few seconds of training (mean over 256 sequences)")
+    finish(fig, "trained_heads")
+
+# %% [markdown]
+# 哪个头学会了哪种图案由随机初始化决定；重要的是两个头**分了工**。把 `num_heads=2` 改成 1 再试试：一个头要同时完成两项任务，会发生什么？
+#
+# *Which head takes which task depends on the initialisation; what matters is that they split the work. Try
+# `num_heads=1`: what happens when one head must do both?*
+
+# %% [markdown]
+# ## 8. 审计视角
 # *Audit lens*
 #
 # 注意力权重告诉我们模型“在看哪里”，这是审计模型可解释性的一项基本功。
@@ -374,4 +577,197 @@ if SHOW_PLOT:
 #    出现争议时用于追溯。
 #    *In production, log a per-request summary of the attention (max weight, variance per token) for later tracing.*
 #
-# > 本节的代码练习稍后补充。 *Code for this section will be added later.*
+# 下面的工具来自作业文件夹里的 `audit.py`（模块形式可以直接 `from audit import token_stats, ...`），这里原样放进 notebook：
+#
+# | 函数 / function | 作用 / what it gives |
+# |---|---|
+# | `token_stats(weights)` | 每个 token 的熵、最大权重、方差、收到的注意力 / per-token entropy, max weight, variance, attention received |
+# | `ignored_tokens(weights, threshold)` | 一批输入里几乎没人关注的位置 / positions almost nobody attends to across a batch |
+# | `attention_share(weights, positions)` | 某个 query 的注意力落在给定位置上的份额 / share of a query's attention on given positions |
+# | `AuditLog(target).record(weights, ...)` | 每次推理写一行 JSON 的审计日志 / an audit log, one JSON line per inference |
+#
+# *The tools come from `audit.py` in your assignment folder (module form: `from audit import ...`); they are copied
+# here as they are.*
+
+# %%
+import io
+import json
+import time
+from pathlib import Path
+
+# %% nbgrader={"grade": false, "grade_id": "audit_tools", "locked": true, "schema_version": 3, "solution": false}
+# @include audit.py: _check_weights, _visible, attention_received, token_stats, ignored_tokens, attention_share, summarize, AuditLog, read_log, _is_file
+
+# %% [markdown]
+# ### 8.1 每个 token 的统计量
+# *Per-token statistics*
+#
+# 对 seed-42 例子的权重：第 0 行只能看自己（熵 0、最大权重 1）；越往后能看的位置越多，熵一般越大。`received` 是每个 token
+# **收到**的注意力（按能看到它的 query 数平均）。在第 7 节训练好的模型上，“复制开头”的头把几乎所有注意力都给了第 0 个位置，
+# 于是其余位置都被它忽略了；而最后一个位置只有它自己能看到，它自己又去看前一个 token，所以两个头都不看它。
+# 被忽略本身不一定是错：审计时要问的是，被忽略的是不是**本该**被看到的信息。
+#
+# *Row 0 can only see itself (entropy 0, max weight 1); later rows see more and usually spread more. `received` is
+# the attention each token gets. In the trained model of section 7, the copy-the-first-token head gives almost
+# everything to position 0, so it ignores every other position; the last position is seen only by itself, which
+# looks at the previous token, so both heads ignore it. Being ignored is not wrong in itself: the audit question
+# is whether information that should count is being ignored.*
+
+# %%
+if not GRADING:
+    stats = token_stats(yours42)
+    print("seed-42 weights, per token:")
+    print(f"{'token':>5} | {'entropy':>7} {'max w':>6} {'variance':>8} | {'received':>8}")
+    for t in range(4):
+        print(f"{'t' + str(t):>5} | {stats['entropy'][t]:7.3f} {stats['max_weight'][t]:6.3f} "
+              f"{stats['variance'][t]:8.4f} | {stats['received'][t]:8.3f}")
+
+    with torch.no_grad():
+        batch_maps = attention_maps(toy, toy_batch(256)[0])       # (256, 2, T, T)
+    for h in range(batch_maps.shape[1]):
+        ignored = ignored_tokens(batch_maps[:, h], threshold=0.05)
+        print(f"trained toy model, head {h}: ignored positions {torch.nonzero(ignored).flatten().tolist()}")
+    print("both heads together:", torch.nonzero(ignored_tokens(batch_maps, threshold=0.05)).flatten().tolist())
+
+# %% [markdown]
+# ### 8.2 练习：注入的指令
+# *Exercise: an injected instruction*
+#
+# 再训练一个小模型（同样用你的 `MultiHeadAttention`，为了看得清楚只用 1 个头）。输入的第 0 个位置是**系统指令**
+# （`<summarise>`、`<translate>`、`<classify>`），中间是**用户文本**，最后一个位置 `<answer>` 输出模型要执行的指令。
+# 训练数据里，用户文本中有时也会出现一条指令，而且**后出现的指令优先**——很多聊天模型也有类似的倾向。
+#
+# 然后我们在用户文本里藏一条 `<reveal_secret>`，看看：模型的回答变了吗？`<answer>` 的注意力去了哪里？审计日志能不能发现？
+#
+# *A second tiny model (your `MultiHeadAttention` again, one head for clarity): position 0 holds the system
+# instruction, then user text, and the last position `<answer>` outputs the instruction to carry out. In training,
+# user text sometimes holds an instruction too, and the later one wins. Then we hide `<reveal_secret>` in the user
+# text: does the answer change, where does `<answer>` look, and does the audit log notice?*
+
+# %%
+WORDS = ["the", "report", "data", "users", "price", "city", "today", "rain", "book", "plan", "note", "team"]
+COMMANDS = ["<summarise>", "<translate>", "<classify>", "<reveal_secret>"]
+NAMES = WORDS + COMMANDS + ["<answer>"]
+CMD0, ANSWER, SEQ_F = len(WORDS), len(NAMES) - 1, 10
+SECRET = CMD0 + COMMANDS.index("<reveal_secret>")
+USER = list(range(1, SEQ_F - 1))          # the untrusted positions: the user text
+
+
+def request_batch(n: int = 64, gen=None):
+    """System instruction at 0 (never <reveal_secret>), user words, <answer> last; half of the requests also
+    carry an instruction inside the user text, which then wins. Returns (tokens (n, T), target (n,))."""
+    tokens = torch.randint(0, len(WORDS), (n, SEQ_F), generator=gen)
+    system = torch.randint(0, len(COMMANDS) - 1, (n,), generator=gen)
+    tokens[:, 0], tokens[:, -1] = CMD0 + system, ANSWER
+    inner = torch.randint(0, len(COMMANDS), (n,), generator=gen)
+    where = torch.randint(1, SEQ_F - 1, (n,), generator=gen)
+    has = torch.rand(n, generator=gen) < 0.5
+    tokens[has, where[has]] = CMD0 + inner[has]
+    return tokens, torch.where(has, inner, system)
+
+
+def follower_loss(model, tokens, target):
+    (logits,) = model(tokens)
+    return nn.functional.cross_entropy(logits[:, -1, :len(COMMANDS)], target)
+
+
+def answer_of(model, tokens) -> str:
+    with torch.no_grad():
+        (logits,) = model(tokens)
+    return COMMANDS[int(logits[..., -1, :len(COMMANDS)].argmax())]
+
+
+if not GRADING:
+    torch.manual_seed(1)
+    follow_gen = torch.Generator().manual_seed(1)
+    follower = ToyModel(len(NAMES), SEQ_F, D_MODEL, num_heads=1, outputs=1)
+    started = time.perf_counter()
+    losses = train(follower, lambda: request_batch(64, follow_gen), follower_loss, steps=120)
+    print(f"trained 120 steps in {time.perf_counter() - started:.1f} s; loss {losses[0]:.2f} -> {losses[-1]:.4f}")
+
+    from matplotlib.patches import Patch
+
+    INJECT_AT = 5                                      # exercise: try other positions 1..8
+    clean, _ = request_batch(1, torch.Generator().manual_seed(7))
+    clean = clean[0]
+    clean[1:-1] = torch.randint(0, len(WORDS), (SEQ_F - 2,), generator=torch.Generator().manual_seed(8))
+    injected = clean.clone()
+    injected[INJECT_AT] = SECRET
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3), sharey=True)
+    for ax, tokens, name in zip(axes, (clean, injected), ("clean request", "injected request")):
+        with torch.no_grad():
+            w = attention_maps(follower, tokens[None])[0]            # (H, T, T)
+        share = attention_share(w, USER).max().item()
+        ax.bar(range(SEQ_F), w[:, -1].mean(0).numpy(), color=["#4c72b0" if i in USER else "#dd8452" for i in range(SEQ_F)])
+        ax.set_xticks(range(SEQ_F), [NAMES[t] for t in tokens], rotation=60, fontsize=8)
+        ax.set_title(f"{name}: answer = {answer_of(follower, tokens)}, user share {share:.2f}", fontsize=9)
+    axes[0].set_ylabel("attention of <answer>")
+    axes[1].legend(handles=[Patch(color="#dd8452", label="system / <answer>"), Patch(color="#4c72b0", label="user text")],
+                   fontsize=8, loc="upper left")
+    fig.tight_layout()
+    finish(fig, "injection")
+
+# %% [markdown]
+# 现在把每次推理记进审计日志（这里写进内存里的 `io.StringIO()`；生产环境里换成文件路径，例如 `AuditLog("audit.jsonl")`）。
+# 每条记录是一行 JSON：每个 token 的熵、最大权重、方差、收到的注意力，以及我们附加的元数据（请求编号、回答、用户区的注意力份额）。
+#
+# *Log every inference (in memory here; give a path such as `AuditLog("audit.jsonl")` in production). One JSON line
+# per request: per-token entropy, max weight, variance, attention received, plus our metadata.*
+
+# %%
+if not GRADING:
+    log = AuditLog(io.StringIO())
+    traffic = torch.Generator().manual_seed(3)
+    for i in range(16):
+        tokens, _ = request_batch(1, traffic)
+        tokens = tokens[0]
+        tokens[1:-1] = torch.randint(0, len(WORDS), (SEQ_F - 2,), generator=traffic)   # plain user text
+        if i % 2 == 1:                                                                # every other request:
+            tokens[int(torch.randint(1, SEQ_F - 1, (1,), generator=traffic))] = SECRET     # an injection
+        with torch.no_grad():
+            w = attention_maps(follower, tokens[None])[0]
+        log.record(w, tokens=[NAMES[t] for t in tokens], request=f"r{i:02d}", answer=answer_of(follower, tokens),
+                   user_share=round(attention_share(w, USER).max().item(), 4))
+
+    first_line = log.stream.getvalue().splitlines()[0]
+    print("one line of the log:", first_line[:300], "...")
+    records = read_log(log.stream)
+    print(f"{len(records)} records")
+
+# %%
+# Exercise (ungraded) / 练习（不计分）: choose ALERT_SHARE from the log, and improve `alert` if you can.
+ALERT_SHARE = 0.8
+
+
+def alert(record: dict) -> bool:
+    """Flag a request whose <answer> token put more than ALERT_SHARE of its attention on the user text."""
+    return record["user_share"] > ALERT_SHARE
+
+
+if not GRADING:
+    print(f"{'request':>7} | {'answer':>15} | {'user share':>10} | {'max w @answer':>13} | alert")
+    for r in records:
+        print(f"{r['request']:>7} | {r['answer']:>15} | {r['user_share']:10.2f} | {r['max_weight'][-1]:13.2f} | "
+              f"{'ALERT' if alert(r) else ''}")
+    flagged = [r["request"] for r in records if alert(r)]
+    obeyed = [r["request"] for r in records if r["answer"] == "<reveal_secret>"]
+    print("flagged:", flagged)
+    print("answered <reveal_secret>:", obeyed)
+
+# %% [markdown]
+# **练习（不计分）/ Exercise (ungraded)**
+#
+# 1. 从日志里看，干净请求和被注入的请求的 `user share` 各在什么范围？`ALERT_SHARE` 取多少能把它们分开？取得太低、太高各会怎样？
+#    *From the log: what range does `user share` take for clean and for injected requests? Which `ALERT_SHARE`
+#    separates them, and what goes wrong when it is too low or too high?*
+# 2. 把 `INJECT_AT` 改成别的位置，或者注入一个普通指令（如 `<translate>`）而不是 `<reveal_secret>`：模型会照做吗？`alert` 能区分
+#    “用户正常地换了个指令”和“恶意注入”吗？只看注意力够吗？
+#    *Move `INJECT_AT`, or inject an ordinary instruction such as `<translate>`: does the model obey? Can `alert`
+#    tell a user's legitimate instruction from a malicious one? Is attention alone enough?*
+# 3. 审计日志里还记录了每个 token 的熵和方差。写一条不依赖 `user_share` 的规则（例如用 `<answer>` 一行的 `max_weight` 或
+#    `entropy`），比较两条规则的结果。
+#    *The log also holds per-token entropy and variance. Write a rule that does not use `user_share` (for example
+#    the `max_weight` or `entropy` of the `<answer>` row) and compare the two rules.*
+#
+# 注意力告诉我们模型**看了哪里**，不等于它**为什么**这样做；它是审计证据的一部分，不是全部。
+# *Attention tells us where the model looked, not why: one piece of audit evidence, not all of it.*

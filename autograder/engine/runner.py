@@ -80,7 +80,8 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite) -> CheckResult:
     except ForbiddenAPIUsed as e:
         r = _forbidden(check, e.apis, suite)
     except SubmissionLoadError as e:
-        r = _result(check, 0.0, "error", f"your file failed to run: {_summary(e)}", f"文件运行失败：{_summary(e)}")
+        status = "timeout" if e.type == "Timeout" else "crashed" if e.type == "Crash" else "error"
+        r = _result(check, 0.0, status, f"your file failed to run: {_summary(e)}", f"文件运行失败：{_summary(e)}")
     except StudentError as e:
         if e.todo:
             r = _result(check, 0.0, "not_implemented", f"TODO({e.todo}) is not done yet", f"TODO({e.todo}) 还没有完成")

@@ -18,6 +18,7 @@ from .submission import Submission
 
 MAX_RESTARTS = 25  # a sanity cap: the runner already stops calling a function after it hung or crashed once
 TODO = re.compile(r"TODO\((\w+)\)")
+WHERE = re.compile(r"\bin (\w+)$")  # the worker's "line 12, in causal_mask"
 
 
 class StudentError(Exception):
@@ -34,9 +35,10 @@ class StudentError(Exception):
 
     @property
     def todo(self) -> str | None:
-        """The TODO id when this is an unfinished stub (`NotImplementedError('TODO(causal_mask): ...')`)."""
+        """The TODO id when this is an unfinished stub: named in the message (`TODO(causal_mask): ...`), else the
+        function that raised it (nbgrader's notebook stub carries no id), else "?"."""
         if self.type == "NotImplementedError":
-            match = TODO.search(self.message)
+            match = TODO.search(self.message) or WHERE.search(self.where)
             return match.group(1) if match else "?"
         return None
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import handout, leaks, manifest, markers, notebook, references, writer
+from autograder.integrations.text import functions as graded_functions
+
+from . import gradescope_bundle, handout, leaks, manifest, markers, notebook, otter_bundle, references, writer
 from .errors import ReleaseError
 from .spec import Spec, load_spec, todo_line
 
@@ -23,7 +25,7 @@ class Release:
 
     @property
     def owned_dirs(self) -> list[str]:
-        return [f"solutions/{self.spec.id}", f"student_template/{self.spec.id}"]
+        return [f"solutions/{self.spec.id}", f"student_template/{self.spec.id}", "dist"]
 
 
 def stamp(spec: Spec, text: str) -> str:
@@ -78,9 +80,12 @@ def build(root: Path, assignment: str) -> Release:
         out[f"{solutions}/{name}"] = clean.encode("utf-8")
         out[f"{student}/{name}"] = stub.encode("utf-8")
 
+    suite = _suite(spec.id)
+    graded = graded_functions(suite) if suite is not None else {}
+    nbs = None
     nb_source = folder / spec.notebook_source
     if spec.notebook and nb_source.is_file():
-        nbs = notebook.compose(spec, texts)
+        nbs = notebook.compose(spec, texts, graded)
         inside += nbs.secret_lines
         outside += nbs.outside_lines
         used |= nbs.todos
@@ -114,6 +119,17 @@ def build(root: Path, assignment: str) -> Release:
     if npz is not None:
         out[f"autograder/assignments/{spec.id}/references.npz"] = npz
 
+    out["nbgrader_config.py"] = notebook.nbgrader_config(source_only=_source_only(spec.root)).encode("utf-8")
+    if suite is not None and nbs is not None:
+        otter = otter_bundle.build(nbs.source, spec.notebook, spec.id, suite, notebook.CODE_STUB)
+        shown = {p.removeprefix("dist/"): b for p, b in otter.items() if p.startswith("dist/otter_student/")}
+        problems = leaks.find_leaks(shown, release.secrets)
+        if problems:
+            raise ReleaseError("leak guard: the otter student notebook would reveal the solution:\n  "
+                               + "\n  ".join(problems))
+        out.update(otter)
+        out.update(gradescope_bundle.build(spec.id, npz))
+
     sources = {spec.rel(p): p.read_bytes() for p in sorted(folder.iterdir())
                if p.is_file() and spec.rel(p) not in out}
     cases = references.load_cases(spec.id)
@@ -123,6 +139,21 @@ def build(root: Path, assignment: str) -> Release:
     out[f"autograder/assignments/{spec.id}/release_manifest.json"] = manifest.release_manifest(
         spec.id, spec.version, sources, dict(out))
     return release
+
+
+def _suite(assignment: str):
+    """The assignment's check suite, or None when it has none (then no grade cells and no dist/ bundles)."""
+    from autograder.engine.checks import load_suite
+
+    try:
+        return load_suite(assignment)
+    except ModuleNotFoundError:
+        return None
+
+
+def _source_only(root: Path) -> list[str]:
+    """Names of the non-notebook files in every assignment source folder: nbgrader must never copy them."""
+    return sorted({p.name for p in (root / "assignments").glob("*/*") if p.is_file() and p.suffix != ".ipynb"})
 
 
 def run_release(root: Path, assignment: str, check: bool) -> int:

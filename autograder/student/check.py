@@ -57,10 +57,11 @@ TEXT = {
     "todo_left": ("还没完成的 TODO：{todos}", "TODOs still to do: {todos}"),
     "fix": ("修改后再运行一次 autograder check。", "Fix the above, then run autograder check again."),
     "load_failed": ("你的文件无法运行：{error}", "Your file failed to run: {error}"),
-    "notebook_todo": ("你的 notebook 在一个还没完成的 TODO 处停下了（{where}）。评分时 notebook 会从头到尾运行一遍，"
-                      "所以要先完成所有 TODO，测试才能运行。",
-                      "Your notebook stops at an unfinished TODO ({where}). The grader runs the notebook top to "
-                      "bottom, so every TODO must be done before the tests can run."),
+    "stops_at_todo": ("你的文件在加载时就停在了一个还没完成的 TODO 处（{where}）：顶层代码调用了还没写完的函数。"
+                      "先完成它，或把这个调用放进 `if __name__ == \"__main__\":`。",
+                      "Your file stops at an unfinished TODO while it loads ({where}): top-level code calls a "
+                      "function that is not done yet. Finish it, or move that call under "
+                      "`if __name__ == \"__main__\":`."),
     "output_tail": ("你的代码打印的最后几行：", "The last lines your code printed:"),
     "no_file": ("找不到要检查的文件：{path}（应为 {names} 之一，或包含它们的文件夹）",
                 "Nothing to check at {path} (expected {names}, or a folder holding one of them)"),
@@ -372,8 +373,8 @@ def render(console, outcome: Outcome, lang: str, config: dict, todo_messages: di
         err = outcome.load_error
         where = f" ({err.where})" if err.where else ""
         console.print()
-        if err.type == "NotImplementedError" and Path(outcome.file).suffix == ".ipynb":
-            console.print(say(lang, "notebook_todo", where=err.where or "?"), style="yellow", soft_wrap=True,
+        if err.type == "NotImplementedError":
+            console.print(say(lang, "stops_at_todo", where=err.where or "?"), style="yellow", soft_wrap=True,
                           markup=False)
         else:
             console.print(say(lang, "load_failed", error=f"{err.type}: {err.message[:300]}{where}"), style="red",

@@ -1,0 +1,83 @@
+"""Gradescope's run_autograder: grade ROOT/submission/ (a .py or .ipynb) into ROOT/results/results.json.
+
+    python -m autograder.integrations.gradescope --root "${AUTOGRADER_ROOT:-/autograder}"
+        [--assignment attention] [--hidden-visibility after_published]
+
+results.json follows Gradescope's spec: overall `score` and `output`, one test per check with `score`, `max_score`,
+`status`, `output` (bilingual feedback) and `visibility` (public checks `visible`, hidden ones `after_published`
+unless AUTOGRADER_HIDDEN_VISIBILITY or --hidden-visibility says otherwise). It is always written, also when the
+submission is missing or the grader itself fails (score 0 with the reason); the exit code is 0 whenever it was.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from autograder.engine.results import to_gradescope
+from autograder.engine.runner import ungradable
+
+from . import grading, text
+
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+
+
+def find_submission(folder: Path, names: tuple[str, ...]) -> Path | None:
+    """The expected file name first (notebook or module), else the only .ipynb, else the only .py (any depth)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()
+                   and not any(part.startswith((".", "__")) for part in p.relative_to(folder).parts))
+    for name in names:
+        hits = [p for p in files if p.name == name]
+        if hits:
+            return min(hits, key=lambda p: len(p.parts))
+    for suffix in (".ipynb", ".py"):
+        hits = [p for p in files if p.suffix == suffix]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+def results_for(root: Path, assignment: str, hidden_visibility: str) -> dict:
+    suite, _ = grading.suite_and_refs(assignment)
+    path = find_submission(root / "submission", suite.submission_files)
+    if path is None:
+        names = " / ".join(suite.submission_files)
+        result = ungradable("submission", suite, None, f"no submission found: upload {names}",
+                            f"没有找到提交的文件：请上传 {names}")
+    else:
+        result = grading.grade_path(path, "submission", assignment, secrets=[str(root)])
+    data = to_gradescope(result, hidden_visibility)
+    data["output"] = (text.summary(result) + ("\n\n" + data["output"] if data["output"] else "")).strip()
+    data["stdout_visibility"] = "hidden"
+    return data
+
+
+def write_results(root: Path, data: dict) -> Path:
+    out = root / "results" / "results.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+    parser.add_argument("--assignment", default=os.environ.get("AUTOGRADER_ASSIGNMENT", grading.DEFAULT_ASSIGNMENT))
+    parser.add_argument("--hidden-visibility", choices=VISIBILITIES,
+                        default=os.environ.get("AUTOGRADER_HIDDEN_VISIBILITY", "after_published"))
+    args = parser.parse_args(argv)
+    try:
+        data = results_for(args.root, args.assignment, args.hidden_visibility)
+    except Exception as e:  # never leave Gradescope without a results.json
+        data = {"score": 0, "output": f"评分程序出错 / the autograder failed: {type(e).__name__}: {e}", "tests": []}
+    finally:
+        grading.close()
+    out = write_results(args.root, data)
+    print(f"{out}: {data.get('score')} — {data.get('output', '').splitlines()[0] if data.get('output') else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

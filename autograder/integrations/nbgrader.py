@@ -1,0 +1,64 @@
+"""nbgrader's autograde step, with scores from the isolated engine instead of the student's kernel.
+
+nbgrader_config.py puts `GradeInSandbox` where nbgrader's `Execute` was in `Autograde.autograde_preprocessors`. It
+grades the sanitized notebook (locked cells already restored from the source) in the sandbox and writes into each
+autograded grade cell (`autograded_<function>`, added by `autograder release`) a stdout stream with the bilingual
+feedback and an `execute_result` holding the points earned; nbgrader's `SaveAutoGrades` then records them
+(`utils.determine_grade` reads a numeric execute_result as partial credit). Student code never runs in nbgrader's
+process or kernel, so patched comparisons, printed warnings or a killed kernel cannot change a score.
+"""
+from __future__ import annotations
+
+import copy
+import os
+
+import nbformat
+from nbformat.notebooknode import NotebookNode
+from traitlets import Unicode
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from . import grading, text
+from .nbgrader_cells import autograded_function, grade_cell, score_outputs
+
+
+class GradeInSandbox(NbGraderPreprocessor):
+    """Replaces nbgrader's `Execute`: grade in the sandbox, write each autograded cell's feedback and points."""
+
+    assignment = Unicode("", help="Suite to grade with (default: nbgrader's assignment id).").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        info = resources.get("nbgrader", {})
+        assignment = self.assignment or info.get("assignment") or grading.DEFAULT_ASSIGNMENT
+        student = info.get("student") or "student"
+        notebook = f"{info.get('notebook') or 'submission'}.ipynb"
+        suite, _ = grading.suite_and_refs(assignment)
+        points = text.functions(suite)
+        present = {autograded_function(c) for c in nb.cells} - {None}
+        for function in points:  # a deleted grade cell would record nothing: put it back, so it scores too
+            if function not in present:
+                nb.cells.append(grade_cell(function, points[function]))
+        for cell in nb.cells:
+            if autograded_function(cell):
+                cell.outputs = []
+        source = _without_outputs(nb)
+        self.log.info("Grading %s of %s in the sandbox", notebook, student)
+        result = grading.grade_text(source, notebook, student, assignment, secrets=[os.getcwd()])
+        self.log.info("%s: %s/%s (isolated engine)", student, text.num(result.score), text.num(result.max_score))
+        for cell in nb.cells:
+            function = autograded_function(cell)
+            if function is not None:
+                earned, _ = text.function_points(result, function)
+                cell.outputs = score_outputs(text.function_feedback(result, function), earned)
+                cell.execution_count = None
+        resources.setdefault("autograder", {})["result"] = result.to_dict()
+        return nb, resources
+
+
+def _without_outputs(nb: NotebookNode) -> str:
+    """The notebook as the engine reads it: every code cell, no outputs."""
+    clean = copy.deepcopy(nb)
+    for cell in clean.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nbformat.writes(clean)
