@@ -61,11 +61,17 @@ def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, q
     from autograder.classroom.intake import IntakeError
     from autograder.engine.checks import load_suite
     from autograder.report.summary import print_summary
-    from autograder.report.write import write_outputs
+    from autograder.report.write import write_outputs, write_student
 
     suite = load_suite(assignment)
+    written: set[str] = set()
+
+    def write_now(result) -> None:  # each student's files are written while the others are graded
+        write_student(out, result)
+        written.add(result.student)
+
     run = ClassRun(submissions, out, suite, limits, isolate=isolate, jobs=jobs, mode=mode, show_progress=not quiet,
-                   sandbox=sandbox)
+                   sandbox=sandbox, on_result=write_now)
     try:
         results, stats = run.grade()
     except (IntakeError, GradebookExists, FileNotFoundError) as e:
@@ -74,7 +80,7 @@ def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, q
     except KeyboardInterrupt:
         typer.echo(f"\ninterrupted: finished submissions are saved in {out}; continue with --resume", err=True)
         raise typer.Exit(130)
-    paths = write_outputs(out, suite, results)
+    paths = write_outputs(out, suite, results, already_written=written)
     if not quiet:
         print_summary(suite, results, stats, paths)
 

@@ -142,3 +142,22 @@ def test_forbidden_api_calls_are_recorded(sandbox):
         assert reply["forbidden"] == ["torch.nn.functional.scaled_dot_product_attention"]
     finally:
         worker.kill()
+
+
+def test_a_dead_template_process_stops_grading_with_its_reason(suite, refs, tmp_path):
+    """If the zygote dies, grading must stop at once with SandboxUnavailable, never blame (or crawl through) students."""
+    from autograder.engine.runner import grade_file
+    from conftest import SOLUTION
+
+    box = Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], slots=2)
+    try:
+        box.wait_ready()
+        box._proc.kill()
+        box._proc.wait()
+        started = time.monotonic()
+        with pytest.raises(SandboxUnavailable, match="died|did not start"):
+            for _ in range(4):  # the (at most 2) workers forked ahead of time may still serve a submission
+                grade_file(SOLUTION, "s", suite, box, TEST_LIMITS, refs)
+        assert time.monotonic() - started < 10
+    finally:
+        box.close()

@@ -12,6 +12,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -54,6 +55,7 @@ class ClassRun:
     mode: str = "new"          # new: refuse an existing gradebook; resume: skip current results; force: regrade all
     show_progress: bool = True
     sandbox: Sandbox | None = None  # started by the caller (so torch loads in the zygote meanwhile), else here
+    on_result: Callable[[SubmissionResult], None] | None = None  # e.g. write its feedback while others grade
 
     def grade(self) -> tuple[list[SubmissionResult], dict]:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -111,7 +113,10 @@ class ClassRun:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
                         entry = pending.pop(future)
-                        book.save(future.result(), fingerprint)
+                        result = future.result()
+                        book.save(result, fingerprint)
+                        if self.on_result is not None:
+                            self.on_result(result)
                         bar.update(task, advance=1, description=entry.student)
             except BaseException:
                 for future in pending:

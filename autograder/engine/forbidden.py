@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import ast
 
+DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
-def scan(tree: ast.Module | str, forbidden: list[str]) -> dict[str, set[str]]:
+
+def scan(tree: ast.Module | str, forbidden: list[str], only: set[str] | None = None) -> dict[str, set[str]]:
+    """{top-level name: forbidden APIs its body uses}; `only` limits the search to those names (the graded ones)."""
     if isinstance(tree, str):
         tree = ast.parse(tree)
     attrs = {q.rpartition(".")[2]: q for q in forbidden if not q.startswith("op:")}  # op patterns: run time only
@@ -18,15 +21,15 @@ def scan(tree: ast.Module | str, forbidden: list[str]) -> dict[str, set[str]]:
             aliases[name] = api
     found: dict[str, set[str]] = {}
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, DEFS) and (only is None or node.name in only):
             hits = set()
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Attribute) and sub.attr in attrs and not _is_self_reference(sub):
                     hits.add(attrs[sub.attr])
                 elif isinstance(sub, ast.Name) and sub.id in aliases:
                     hits.add(aliases[sub.id])
-                for _, api in _bindings(sub, attrs):
-                    hits.add(api)
+                elif isinstance(sub, (ast.ImportFrom, ast.Assign)):
+                    hits.update(api for _, api in _bindings(sub, attrs))
             if hits:
                 found[node.name] = hits
     return found

@@ -9,7 +9,7 @@ import logging
 import time
 from pathlib import Path
 
-from autograder.sandbox.client import Sandbox, WorkerCrashed, WorkerTimeout
+from autograder.sandbox.client import Sandbox, SandboxUnavailable, WorkerCrashed, WorkerTimeout
 from autograder.sandbox.limits import Limits
 
 from . import forbidden as forbidden_scan
@@ -26,7 +26,7 @@ def grade_file(path: Path, student: str, suite: Suite, sandbox: Sandbox, limits:
                refs: dict) -> SubmissionResult:
     started = time.perf_counter()
     try:
-        submission = load(path)
+        submission = load(path, {c.function for c in suite.checks})
     except SubmissionError as e:
         return ungradable(student, suite, path, e.en, e.zh, started)
     result = grade_submission(submission, student, suite, sandbox, limits, refs)
@@ -45,7 +45,7 @@ def ungradable(student: str, suite: Suite, path: Path | None, en: str, zh: str,
 
 def grade_submission(submission: Submission, student: str, suite: Suite, sandbox: Sandbox, limits: Limits,
                      refs: dict) -> SubmissionResult:
-    static = forbidden_scan.scan(submission.tree, list(suite.forbidden))
+    static = forbidden_scan.scan(submission.tree, list(suite.forbidden), {c.function for c in suite.checks})
     session = Session(sandbox, submission, list(suite.forbidden), limits)
     proxy = RemoteStudent(session)
     checks = []
@@ -92,6 +92,8 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite) -> CheckResult:
         r = _result(check, 0.0, "timeout", f"timed out: {e} (an infinite loop?)", f"超时：{e}（是否有死循环？）")
     except WorkerCrashed as e:
         r = _result(check, 0.0, "crashed", f"your code stopped the process: {e}", f"你的代码使进程终止：{e}")
+    except SandboxUnavailable:  # the grader cannot do its job: stop the run, don't blame the student
+        raise
     except Exception as e:  # a bug in the check itself: never the student's fault, never fatal to the run
         log.exception("check %s raised", check.name)
         r = _result(check, 0.0, "error", f"internal grader error in {check.name}: {type(e).__name__}: {e}; "

@@ -16,18 +16,26 @@ STATUS_ICON = {"passed": "✅", "failed": "❌", "error": "💥", "not_implement
                "crashed": "💥", "forbidden": "🚫", "not_graded": "—"}
 
 
-def write_outputs(out: Path, suite: Suite, results: list[SubmissionResult]) -> dict[str, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    for folder in ("feedback", "results"):
-        (out / folder).mkdir(exist_ok=True)
+def write_outputs(out: Path, suite: Suite, results: list[SubmissionResult],
+                  already_written: set[str] = frozenset()) -> dict[str, Path]:
+    """grades.csv, the class report, and each student's files (except those `write_student` wrote this run)."""
     write_grades_csv(out / "grades.csv", suite, results)
     for r in results:
-        md = feedback_markdown(r)
-        _write(out / "feedback" / f"{r.student}.md", md)
-        _write(out / "feedback" / f"{r.student}.html", feedback_html(r, md))
-        _write(out / "results" / f"{r.student}.json", json.dumps(to_gradescope(r), ensure_ascii=False, indent=2) + "\n")
+        if r.student not in already_written:
+            write_student(out, r)
     _write(out / "report.html", class_report_html(suite, results))
     return {"grades": out / "grades.csv", "report": out / "report.html", "feedback": out / "feedback"}
+
+
+def write_student(out: Path, result: SubmissionResult) -> None:
+    """feedback/<student>.md and .html, results/<student>.json (Gradescope format)."""
+    for folder in ("feedback", "results"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+    md = feedback_markdown(result)
+    _write(out / "feedback" / f"{result.student}.md", md)
+    _write(out / "feedback" / f"{result.student}.html", feedback_html(result, md))
+    _write(out / "results" / f"{result.student}.json",
+           json.dumps(to_gradescope(result), ensure_ascii=False, indent=2) + "\n")
 
 
 def write_grades_csv(path: Path, suite: Suite, results: list[SubmissionResult]) -> None:

@@ -79,6 +79,10 @@ class Sandbox:
         self._cleanup: queue.Queue = queue.Queue()
         self._cleaner = threading.Thread(target=self._clean_up_killed, name="sandbox-cleanup", daemon=True)
         self._cleaner.start()
+        self._ready_workers: queue.Queue = queue.Queue()
+        self._failure: BaseException | None = None
+        self._spawner = threading.Thread(target=self._keep_workers_ready, name="sandbox-spawner", daemon=True)
+        self._spawner.start()
 
     def wait_ready(self, timeout: float = 180.0) -> None:
         """Block until the zygote has imported torch and hidden the secrets (safe from any thread)."""
@@ -99,15 +103,38 @@ class Sandbox:
         return self._log.read().decode("utf-8", "replace")[-2000:] or "(no output)"
 
     def spawn(self) -> "Worker":
-        """A new worker, forked from the template, confined and waiting for its first request."""
-        self.wait_ready()
-        uid, group = self._slots.get()
+        """A confined worker waiting for its first request (forked ahead of time by the spawner thread)."""
+        while True:
+            try:
+                item = self._ready_workers.get(timeout=0.2 if self._failure is None else 0)
+            except queue.Empty:
+                if self._failure is not None:
+                    raise self._failure
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            return item
+
+    def _keep_workers_ready(self) -> None:
+        """Background: fork the next worker as soon as a slot is free, so no submission waits for a fork."""
+        try:
+            self.wait_ready()
+            while (slot := self._slots.get()) is not None:
+                self._ready_workers.put(self._fork_worker(*slot))
+        except BaseException as e:  # handed to whoever asks for a worker next
+            self._failure = e
+            self._ready_workers.put(e)
+
+    def _fork_worker(self, uid: int, group) -> "Worker":
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            with self._lock:
-                self._ctl.settimeout(30)
-                socket.send_fds(self._ctl, [json.dumps({"uid": uid}).encode()], [child_end.fileno()])
-                reply = self._ctl.recv(4096)
+            try:
+                with self._lock:
+                    self._ctl.settimeout(30)
+                    socket.send_fds(self._ctl, [json.dumps({"uid": uid}).encode()], [child_end.fileno()])
+                    reply = self._ctl.recv(4096)
+            except OSError:
+                reply = b""
             if not reply:
                 raise SandboxUnavailable(f"the sandbox template process died: {self._zygote_log()}")
             pid = json.loads(reply)["pid"]
@@ -131,6 +158,12 @@ class Sandbox:
             self._slots.put(slot)
 
     def close(self) -> None:
+        self._slots.put(None)
+        self._spawner.join()
+        while not self._ready_workers.empty():
+            item = self._ready_workers.get()
+            if isinstance(item, Worker):
+                item.kill()
         self._cleanup.put(None)
         self._cleaner.join()
         for group in self._groups:
