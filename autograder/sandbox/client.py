@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import queue
@@ -21,6 +22,7 @@ from pathlib import Path
 from . import cgroups, frames
 from .limits import Limits
 
+_SANDBOXES = itertools.count()
 FIRST_UID = 61000  # job uids: FIRST_UID + slot; one per concurrent worker so workers cannot signal each other
 
 
@@ -72,7 +74,8 @@ class Sandbox:
         self._ready = False
         self._lock = threading.Lock()
         self._slots: queue.Queue[tuple[int, cgroups.JobGroup | None]] = queue.Queue()  # (uid, cgroup) per worker
-        self._groups = [cgroups.JobGroup(f"{os.getpid()}-{n}", limits.memory_bytes, limits.processes)
+        run = next(_SANDBOXES)  # group names are unique per sandbox, also within one process
+        self._groups = [cgroups.JobGroup(f"{os.getpid()}-{run}-{n}", limits.memory_bytes, limits.processes)
                         if isolate else None for n in range(slots)]
         for n, group in enumerate(self._groups):
             self._slots.put((FIRST_UID + n, group))
