@@ -2,12 +2,13 @@
 
 Order matters: new namespaces (mount, pid, network, IPC, UTS) → fork so the worker is pid 1 of its pid namespace
 (when it dies the kernel kills every process left in it, `setsid` daemons included) → fresh /proc and a private,
-size-capped /tmp → resource limits → no new privileges → drop to the job's unprivileged uid.
+size-capped temporary directory → resource limits → no new privileges → drop to the job's unprivileged uid.
 """
 from __future__ import annotations
 
 import os
 import resource
+import tempfile
 import signal
 
 from . import linux
@@ -23,11 +24,15 @@ def enter_namespaces_as_init() -> None:
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def private_mounts(uid: int, tmp_bytes: int) -> None:
+def private_mounts(uid: int, tmp_bytes: int, tmp_dir: str) -> None:
+    """A fresh /proc for the new pid namespace, and a private tmpfs at `tmp_dir` (TMPDIR and HOME point there)."""
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
-    linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
+    linux.mount("tmpfs", tmp_dir, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
                 f"size={tmp_bytes},mode=0700,uid={uid},gid={uid}")
+    for name in ("TMPDIR", "HOME", "MPLCONFIGDIR"):
+        os.environ[name] = tmp_dir
+    tempfile.tempdir = tmp_dir
 
 
 def apply_rlimits(limits: dict, keep_address_space: bool) -> None:

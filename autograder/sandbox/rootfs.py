@@ -17,6 +17,7 @@ from . import linux
 
 SYSTEM_DIRS = ("/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
 DEVICES = ("null", "zero", "full", "random", "urandom")
+PRIVATE_TMP_CHOICES = ("/tmp", "/var/tmp", "/.private-tmp")
 
 
 def python_dirs(secrets: list[str]) -> list[str]:
@@ -31,8 +32,10 @@ def python_dirs(secrets: list[str]) -> list[str]:
     return keep
 
 
-def enter_secret_free_root(secrets: list[str]) -> None:
-    """Move the calling process (root) into a fresh mount namespace whose root holds no secret."""
+def enter_secret_free_root(secrets: list[str]) -> str:
+    """Move the calling process (root) into a fresh mount namespace whose root holds no secret. Returns the
+    directory where each worker gets its private tmpfs: /tmp, unless Python itself lives under it (a checkout in
+    /tmp), in which case /var/tmp (or /.private-tmp) so the private mount never hides the interpreter."""
     secrets = [os.path.realpath(s) for s in secrets]
     linux.unshare(linux.CLONE_NEWNS)
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
@@ -53,13 +56,15 @@ def enter_secret_free_root(secrets: list[str]) -> None:
     for name in DEVICES:
         open(f"{new}/dev/{name}", "w").close()
         linux.mount(f"/dev/{name}", f"{new}/dev/{name}", None, linux.MS_BIND)
-    for mountpoint in ("/proc", "/tmp", "/.old"):
-        os.makedirs(new + mountpoint, mode=0o755)
+    private_tmp = next(d for d in PRIVATE_TMP_CHOICES if not any(_inside(k, d) for k in kept))
+    for mountpoint in ("/proc", private_tmp, "/.old"):
+        os.makedirs(new + mountpoint, mode=0o755, exist_ok=True)
     linux.pivot_root(new, new + "/.old")
     os.chdir("/")
     linux.umount("/.old")
     os.rmdir("/.old")
     linux.mount(None, "/", None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV)
+    return private_tmp
 
 
 def _bind_readonly(source: str, target: str) -> None:

@@ -21,7 +21,6 @@ from torch.overrides import TorchFunctionMode
 from . import frames, wire
 
 SUBMISSION_NAME = "attention_submission"
-OUTPUT_PATH = "/tmp/.autograder-output"
 
 class Worker:
     def __init__(self, sock: socket.socket, output_excerpt: int):
@@ -31,6 +30,7 @@ class Worker:
         self.used_forbidden: list[str] = []
         self.op_patterns: list[str] = []
         self.output_excerpt = output_excerpt
+        self.output_path: str | None = None  # where fd 1 and 2 go, once redirect_output has run
 
     # -- setup -------------------------------------------------------------------------------------------------
     def watch_forbidden(self, names: list[str]) -> None:
@@ -193,7 +193,9 @@ class Worker:
     def output(self) -> dict:
         sys.stdout.flush(), sys.stderr.flush()
         try:
-            with open(OUTPUT_PATH, "rb") as f:
+            if self.output_path is None:
+                raise OSError("output not captured")
+            with open(self.output_path, "rb") as f:
                 data = f.read(self.output_excerpt * 4)
                 size = os.fstat(f.fileno()).st_size
         except OSError:
@@ -258,9 +260,11 @@ class CappedOutput(io.TextIOBase):
         return len(text)
 
 
-def redirect_output(cap: int) -> None:
-    """Send fd 1 and 2 to a file in the private /tmp; Python-level output is capped at `cap` bytes."""
-    fd = os.open(OUTPUT_PATH, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+def redirect_output(folder: str, cap: int) -> str:
+    """Send fd 1 and 2 to a file in the private tmp `folder`; Python-level output is capped at `cap` bytes.
+    Returns the file's path."""
+    path = os.path.join(folder, ".autograder-output")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -268,3 +272,4 @@ def redirect_output(cap: int) -> None:
     sys.stdout = CappedOutput(1, written, cap)
     sys.stderr = CappedOutput(2, written, cap)
     builtins.input = lambda *a, **k: ""
+    return path

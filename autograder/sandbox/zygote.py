@@ -89,7 +89,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
     try:
         if config["isolate"]:
             confine.enter_namespaces_as_init()
-            confine.private_mounts(uid, limits["tmp_bytes"])
+            confine.private_mounts(uid, limits["tmp_bytes"], config["private_tmp"])
             confine.apply_rlimits(limits, keep_address_space=go.get("memory_cgroup", False))
             confine.drop_privileges(uid)
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change: set it again
@@ -100,9 +100,9 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
         raise
     os.closerange(3, job_fd)
     os.closerange(job_fd + 1, 1 << 16)
-    if config["isolate"]:
-        worker.redirect_output(cap=limits["file_bytes"] // 2)
     w = worker.Worker(sock, limits["output_excerpt"])
+    if config["isolate"]:
+        w.output_path = worker.redirect_output(config["private_tmp"], cap=limits["file_bytes"] // 2)
     frames.send(sock, {"ok": True, "ready": True})
     w.serve()
 
@@ -113,7 +113,7 @@ def main() -> None:
     config = json.loads(ctl.recv(1 << 20))
     preload()
     if config["isolate"]:
-        rootfs.enter_secret_free_root(config["secrets"])
+        config["private_tmp"] = rootfs.enter_secret_free_root(config["secrets"])
     signal.signal(signal.SIGCHLD, reap)
     ctl.sendall(json.dumps({"ready": True}).encode())
     while True:
