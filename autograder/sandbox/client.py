@@ -150,7 +150,11 @@ class Sandbox:
         finally:
             child_end.close()
         worker = Worker(self, parent_end, pid, uid, group)
-        worker.start()
+        try:
+            worker.start()
+        except (WorkerCrashed, WorkerTimeout, OSError) as e:  # no student code ran yet: the sandbox is broken
+            worker.kill()
+            raise SandboxUnavailable(f"a worker could not start ({e}): {self._zygote_log()}") from None
         return worker
 
     def _clean_up_killed(self) -> None:
