@@ -131,3 +131,11 @@ def _tensor(v: dict, blobs: list[bytes], used: set[int]) -> torch.Tensor:
     storage_dtype = torch.int16 if dtype == torch.bfloat16 else dtype
     t = torch.frombuffer(bytearray(blob), dtype=storage_dtype).reshape(shape)
     return t.view(torch.bfloat16) if dtype == torch.bfloat16 else t
+
+
+def grad_ramp(shape, dtype=torch.float64) -> torch.Tensor:
+    """The fixed weight w of a gradient check: the worker backpropagates sum(output * w), the grader's reference
+    does the same, so every output element counts (a plain sum would hide errors that cancel)."""
+    shape = tuple(shape)
+    return torch.linspace(-1.0, 1.0, math.prod(shape), dtype=dtype).reshape(shape)
+

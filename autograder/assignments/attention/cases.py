@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from autograder.sandbox.wire import grad_ramp
+
 
 def randn(seed: int, *shape: int, scale: float = 1.0) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * scale
@@ -52,11 +54,6 @@ def mha_case():
     return randn(35, 2, 5, 12), 3, weights
 
 
-def grad_weight(shape) -> torch.Tensor:
-    """The fixed ramp the worker backpropagates with: loss = sum(output * ramp)."""
-    return torch.linspace(-1.0, 1.0, int(np.prod(shape)), dtype=torch.float64).reshape(shape)
-
-
 def build_references(solution) -> dict[str, np.ndarray]:
     """All inputs and expected outputs, as float32 arrays keyed `case.name`."""
     out: dict[str, torch.Tensor] = {}
@@ -68,7 +65,7 @@ def build_references(solution) -> dict[str, np.ndarray]:
         output, weights = solution.scaled_dot_product_attention(qd, kd, vd, causal=causal)
         out[f"{name}.output"], out[f"{name}.weights"] = output, weights
         if name == "grads":
-            (output * grad_weight(output.shape)).sum().backward()
+            (output * grad_ramp(output.shape)).sum().backward()
             out.update({"grads.dQ": qd.grad, "grads.dK": kd.grad, "grads.dV": vd.grad})
 
     for name, (x, heads) in split_cases().items():
