@@ -1,8 +1,9 @@
 """Confine a freshly forked worker (runs as root in the child, before any student code).
 
-Order matters: new namespaces (mount, pid, network, IPC, UTS) → fork so the worker is pid 1 of its pid namespace
-(when it dies the kernel kills every process left in it, `setsid` daemons included) → fresh /proc and a private,
-size-capped temporary directory → resource limits → no new privileges → drop to the job's unprivileged uid.
+The zygote forks every worker into a pid namespace of its own (`PidNamespaces`), so the worker is pid 1 there:
+when it dies the kernel kills every process left in it, `setsid` daemons included. In the child, order matters:
+new mount, network, IPC and UTS namespaces → fresh /proc and a private, size-capped temporary directory →
+resource limits → no new privileges → drop to the job's unprivileged uid.
 """
 from __future__ import annotations
 
@@ -14,14 +15,21 @@ import signal
 from . import linux
 
 
-def enter_namespaces_as_init() -> None:
-    """Unshare namespaces, then fork; the parent half only waits and mirrors the worker's exit status."""
-    linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWNET | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
-    pid = os.fork()
-    if pid:
-        _, status = os.waitpid(pid, 0)
-        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+class PidNamespaces:
+    """Used by the zygote: `before_fork()` makes the next forked child pid 1 of a brand-new pid namespace.
+    One fork per worker (a fork of the torch-sized zygote costs milliseconds: no second fork inside the child)."""
+
+    def __init__(self):
+        self.own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)  # open before /proc leaves the root
+
+    def before_fork(self) -> None:
+        linux.setns(self.own, linux.CLONE_NEWPID)  # children back in our own namespace: unshare refuses otherwise
+        linux.unshare(linux.CLONE_NEWPID)
+
+
+def enter_namespaces() -> None:
+    """In the forked child (already pid 1 of its pid namespace): its own mounts, network, IPC and host name."""
+    linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWNET | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS)
 
 
 def private_mounts(uid: int, tmp_bytes: int, tmp_dir: str) -> None:

@@ -1,4 +1,4 @@
-"""The few Linux system calls the standard library lacks (mount, pivot_root, prctl), through ctypes."""
+"""The few Linux system calls Python 3.11's standard library lacks (unshare, setns, mount, pivot_root, prctl)."""
 from __future__ import annotations
 
 import ctypes
@@ -24,6 +24,10 @@ def _check(ret: int, what: str) -> None:
 
 def unshare(flags: int) -> None:
     _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def setns(fd: int, nstype: int) -> None:
+    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), "setns")
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, data: str | None = None) -> None:

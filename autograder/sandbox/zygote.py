@@ -88,7 +88,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
     go, _ = frames.recv(sock, max_bytes=0)  # the grader has put us in our cgroup
     try:
         if config["isolate"]:
-            confine.enter_namespaces_as_init()
+            confine.enter_namespaces()
             confine.private_mounts(uid, limits["tmp_bytes"], config["private_tmp"])
             confine.apply_rlimits(limits, keep_address_space=go.get("memory_cgroup", False))
             confine.drop_privileges(uid)
@@ -112,7 +112,9 @@ def main() -> None:
     ctl = socket.socket(fileno=int(sys.argv[1]))
     config = json.loads(ctl.recv(1 << 20))
     preload()
+    pid_namespaces = None
     if config["isolate"]:
+        pid_namespaces = confine.PidNamespaces()
         config["private_tmp"] = rootfs.enter_secret_free_root(config["secrets"])
     signal.signal(signal.SIGCHLD, reap)
     ctl.sendall(json.dumps({"ready": True}).encode())
@@ -123,6 +125,8 @@ def main() -> None:
             break
         except InterruptedError:
             continue
+        if pid_namespaces is not None:
+            pid_namespaces.before_fork()
         pid = os.fork()
         if pid == 0:
             code = 0
