@@ -28,8 +28,9 @@ release-check: $(STAMP)  ## verify the committed release matches the source, wri
 bench: $(STAMP)  ## class-grading speed, side by side with nbgrader
 	$(BIN)/python benchmarks/grade_class.py
 
-lock:  ## refresh requirements.lock from the current .venv
-	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' > requirements.lock.new && mv requirements.lock.new requirements.lock
+lock:  ## refresh requirements.lock from the current .venv (keeps its header; torch stays the local CPU pin)
+	{ grep '^#' requirements.lock; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' \
+	  | sed 's/^torch==.*/torch==2.13.0/'; } > requirements.lock.new && mv requirements.lock.new requirements.lock
 
 clean:
 	rm -rf $(VENV) build

@@ -146,3 +146,26 @@ def _rows(out: Path) -> int:
             return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     except sqlite3.Error:
         return 0
+
+
+def test_student_text_cannot_inject_html_into_feedback_or_report(tmp_path):
+    """Student ids, exception messages and printed output are the students' words: the HTML escapes them, and
+    printed backticks cannot close the Markdown code fence."""
+    cls = tmp_path / "class"
+    cls.mkdir()
+    payload = "<script>alert('pwned')</script>"
+    solution = SOLUTION.read_text()
+    (cls / "printer.py").write_text(solution + f"\nprint({'```' + chr(10) + payload + chr(10) + '```'!r})\n")
+    (cls / "raiser.py").write_text(solution + f"\n\ndef split_heads(x, num_heads):\n    raise ValueError({payload!r})\n")
+    (cls / "<img src=x onerror=alert(1)>.py").write_text(solution)
+    out = tmp_path / "out"
+    result = autograder("grade", cls, "--out", out, "-q")
+    assert result.returncode == 0, result.stderr
+    html = [out / "report.html", *(out / "feedback").glob("*.html")]
+    assert len(html) == 4
+    for page in html:
+        text = page.read_text()
+        assert "<script>" not in text and "<img src=x" not in text, page.name
+    assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in (out / "feedback" / "raiser.html").read_text()
+    md = (out / "feedback" / "printer.md").read_text()
+    assert "````text\n```\n<script>" in md  # the fence is longer than the backticks the student printed

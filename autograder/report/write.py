@@ -5,13 +5,12 @@ import csv
 import json
 from pathlib import Path
 
-import markdown
-
 from autograder.engine.checks import Suite
 from autograder.engine.results import SubmissionResult, to_gradescope
 
 from .class_report import class_report_html
-from .render import ENV, num
+from .render import ENV, code_fence, num
+
 STATUS_ICON = {"passed": "✅", "failed": "❌", "error": "💥", "not_implemented": "📝", "timeout": "⏱️",
                "crashed": "💥", "forbidden": "🚫", "not_graded": "—"}
 
@@ -31,9 +30,8 @@ def write_student(out: Path, result: SubmissionResult) -> None:
     """feedback/<student>.md and .html, results/<student>.json (Gradescope format)."""
     for folder in ("feedback", "results"):
         (out / folder).mkdir(parents=True, exist_ok=True)
-    md = feedback_markdown(result)
-    _write(out / "feedback" / f"{result.student}.md", md)
-    _write(out / "feedback" / f"{result.student}.html", feedback_html(result, md))
+    _write(out / "feedback" / f"{result.student}.md", feedback("feedback.md.j2", result))
+    _write(out / "feedback" / f"{result.student}.html", feedback("feedback.html.j2", result))
     _write(out / "results" / f"{result.student}.json",
            json.dumps(to_gradescope(result), ensure_ascii=False, indent=2) + "\n")
 
@@ -48,8 +46,10 @@ def write_grades_csv(path: Path, suite: Suite, results: list[SubmissionResult]) 
             writer.writerow([r.student, num(r.score), num(r.max_score), *(num(earned.get(n, 0.0)) for n in names)])
 
 
-def feedback_markdown(result: SubmissionResult) -> str:
-    return ENV.get_template("feedback.md.j2").render(r=result, icon=STATUS_ICON, num=num, groups=problem_groups(result))
+def feedback(template: str, result: SubmissionResult) -> str:
+    """One student's feedback, as Markdown (feedback.md.j2) or as a standalone HTML page (feedback.html.j2)."""
+    return ENV.get_template(template).render(r=result, icon=STATUS_ICON, num=num, groups=problem_groups(result),
+                                             fence=code_fence(result.output or ""))
 
 
 def problem_groups(result: SubmissionResult) -> list[dict]:
@@ -63,11 +63,6 @@ def problem_groups(result: SubmissionResult) -> list[dict]:
         if c.diagnosis:
             group["diagnoses"].setdefault(c.diagnosis, (c.diagnosis_zh, c.diagnosis_en))
     return list(groups.values())
-
-
-def feedback_html(result: SubmissionResult, md: str) -> str:
-    body = markdown.markdown(md, extensions=["tables"])
-    return ENV.get_template("feedback.html.j2").render(r=result, body=body)
 
 
 def _write(path: Path, text: str) -> None:
