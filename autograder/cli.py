@@ -57,6 +57,9 @@ def grade(
 
 def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, quiet) -> None:
     """The part of `grade` that runs while the sandbox's zygote is importing torch."""
+    from autograder.engine.submission import skip_iri_grammar
+
+    skip_iri_grammar()  # before nbformat is imported below
     from autograder.classroom.grade_class import ClassRun, GradebookExists
     from autograder.classroom.intake import IntakeError
     from autograder.engine.checks import load_suite

@@ -29,7 +29,9 @@ class Gradebook:
         self.path = Path(path)
         self.db = sqlite3.connect(self.path, isolation_level=None)  # autocommit; explicit transactions below
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
+        # WAL + NORMAL: a committed student survives the grader being killed (kill -9, Ctrl-C) without an fsync
+        # per student; only a power cut or kernel crash could lose the last few commits, and --resume regrades them.
+        self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
 
     def count(self, assignment: str) -> int:

@@ -7,10 +7,9 @@ import hashlib
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import nbformat
 
 MAX_BYTES = 2 << 20
 # Lines a plain Python interpreter cannot run or that would reach a grading tool inside the student's process.
@@ -65,8 +64,18 @@ def decode_utf8(raw: bytes, name: str) -> str:
             f"{name} 不是 UTF-8 编码（第 {line} 行的字节 0x{raw[e.start]:02x}）；请以 UTF-8 保存") from None
 
 
+def skip_iri_grammar() -> None:
+    """nbformat validates with jsonschema, which compiles an IRI grammar (rfc3987_syntax, about a second) when it
+    is imported. Notebook schemas use no IRI format, so a command that only reads notebooks skips that optional
+    module. Call it before anything imports jsonschema; it affects this process only."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def notebook_cells(text: str, name: str) -> list[str]:
     """Code cells in order, each headed by its number; magics, shell lines and otter calls become `pass`."""
+    import nbformat  # here, not at the top: a command may call skip_iri_grammar() first
+
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as e:

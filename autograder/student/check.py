@@ -15,7 +15,6 @@ import json
 import os
 import re
 import signal
-import sys
 import threading
 import tomllib
 from dataclasses import dataclass
@@ -443,13 +442,6 @@ def render(console, outcome: Outcome, lang: str, config: dict, todo_messages: di
 
 
 # -- the command --------------------------------------------------------------------------------------------------
-def _fast_nbformat() -> None:
-    """nbformat validates with jsonschema, which builds an IRI grammar (rfc3987_syntax, about a second) at import.
-    Notebook schemas use no IRI formats; skipping that optional module keeps `check` fast. This process only."""
-    if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)
-
-
 def run_check_command(path: Path, lang: str | None, plot: bool, assignment: str) -> int:
     """Exit code: 0 every public check passed, 1 otherwise, 2 usage error (no file, bad --lang)."""
     from rich.console import Console
@@ -463,7 +455,9 @@ def run_check_command(path: Path, lang: str | None, plot: bool, assignment: str)
         errors.print(f"error: {say('en', e.key, **e.fields)} / {say('zh', e.key, **e.fields)}", markup=False,
                      soft_wrap=True)
         return EXIT_USAGE
-    _fast_nbformat()
+    from autograder.engine.submission import skip_iri_grammar
+
+    skip_iri_grammar()
     try:
         from autograder.engine.checks import load_suite
 
