@@ -83,7 +83,7 @@ def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, q
     except KeyboardInterrupt:
         typer.echo(f"\ninterrupted: finished submissions are saved in {out}; continue with --resume", err=True)
         raise typer.Exit(130)
-    paths = write_outputs(out, suite, results, already_written=written)
+    paths = write_outputs(out, suite, results, stats, already_written=written)
     if not quiet:
         print_summary(suite, results, stats, paths)
 

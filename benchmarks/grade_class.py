@@ -4,12 +4,14 @@ on N identical correct notebook submissions, in the same run on the same machine
     .venv/bin/python benchmarks/grade_class.py [--n 200] [--nbgrader-n 10] [--jobs 2]
 
 Prints per-submission times, the ratio, the budget (a class of N in at most 10x one `python -c "import torch"`)
-and the grader's peak memory for a small and the full class (it must not grow with the class size).
+and, for a small and the full class, the grader's peak RSS and the largest worker's own memory (from its cgroup,
+as recorded in OUT/run.json): neither may grow with the class size.
 nbgrader grades serially at seconds per notebook, so it is timed on a smaller sample and compared per submission.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -41,9 +43,11 @@ def make_class(folder: Path, n: int) -> Path:
     return folder
 
 
-def ours(work: Path, n: int, jobs: int) -> tuple[float, int]:
-    cls = make_class(work / f"class{n}", n)
-    return timed([str(BIN / "autograder"), "grade", str(cls), "--out", str(work / f"out{n}"), "-q", "-j", str(jobs)])
+def ours(work: Path, n: int, jobs: int) -> tuple[float, int, int]:
+    """Wall seconds, the grader's peak RSS (KiB) and the largest worker's own memory (bytes)."""
+    cls, out = make_class(work / f"class{n}", n), work / f"out{n}"
+    seconds, rss = timed([str(BIN / "autograder"), "grade", str(cls), "--out", str(out), "-q", "-j", str(jobs)])
+    return seconds, rss, json.loads((out / "run.json").read_text()).get("worker_peak_bytes") or 0
 
 
 def nbgrader(work: Path, n: int) -> float:
@@ -73,8 +77,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="autograder-bench-") as tmp:
         work = Path(tmp)
         torch_s = min(timed([sys.executable, "-c", "import torch"])[0] for _ in range(3))
-        small_s, small_rss = ours(work, 20, args.jobs)
-        ours_s, ours_rss = ours(work, args.n, args.jobs)
+        _, small_rss, small_worker = ours(work, 20, args.jobs)
+        ours_s, ours_rss, ours_worker = ours(work, args.n, args.jobs)
         nb_s = nbgrader(work, args.nbgrader_n)
     ours_per, nb_per = ours_s / args.n, nb_s / args.nbgrader_n
     budget = 10 * torch_s
@@ -87,6 +91,8 @@ def main() -> None:
           f"{'MET' if ours_s <= budget else 'MISSED'} ({ours_s:.1f} s, incl. start-up)")
     print(f"peak RSS of the largest grader process: {small_rss // 1024} MiB for 20 submissions, "
           f"{ours_rss // 1024} MiB for {args.n}")
+    print(f"largest worker's own memory (cgroup peak): {small_worker >> 20} MiB for 20 submissions, "
+          f"{ours_worker >> 20} MiB for {args.n}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import shutil
 import signal
@@ -61,6 +62,8 @@ def test_class_folder_outputs_and_ungradable_reasons(tmp_path):
     assert "√d_head" in feedback and "sqrt(d_head)" in feedback  # the diagnosis, in both languages
     assert (out / "feedback" / "no_scale.html").read_text().startswith("<!doctype html>")
     assert '"tests"' in (out / "results" / "ok1.json").read_text()
+    run = json.loads((out / "run.json").read_text())
+    assert run["graded"] == 4 and 0 < run["worker_peak_bytes"] < run["worker_cap_bytes"]
 
 
 def test_zip_with_parent_entries_or_symlinks_is_refused(tmp_path):

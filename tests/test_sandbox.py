@@ -100,6 +100,14 @@ def test_memory_cap_kills_the_worker(sandbox):
         run(sandbox, source, timeout=20)
 
 
+def test_peak_worker_memory_counts_what_a_worker_allocates():
+    with Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], slots=1) as box:
+        small = run(box, "def probe(): return 1")
+        assert small == 1 and box.peak_worker_memory() < 200 << 20
+        assert run(box, "def probe(): return len(bytearray(300 << 20))", timeout=20) == 300 << 20
+        assert box.peak_worker_memory() >= 300 << 20
+
+
 def test_setsid_daemon_and_fork_storm_die_with_the_worker(sandbox, tmp_path):
     source = ("import os, time\n"
               "def probe():\n"

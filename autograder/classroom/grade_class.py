@@ -71,7 +71,7 @@ class ClassRun:
                 entries = find_submissions(self.source, self.suite.submission_files, Path(work))
                 started = time.perf_counter()
                 stats.update(self._grade_entries(entries, book))
-                stats["seconds"] = time.perf_counter() - started
+                stats["seconds"] = round(time.perf_counter() - started, 3)
             results = book.results(self.suite.assignment, [e.student for e in entries])
         finally:
             book.close()
@@ -94,7 +94,9 @@ class ClassRun:
         with contextlib.ExitStack() as stack:
             sandbox = self.sandbox or stack.enter_context(self.start_sandbox())
             self._grade_in(sandbox, todo, refs, book, fingerprint)
-        return {"graded": len(todo), "skipped": skipped}
+            peak = sandbox.peak_worker_memory()
+        return {"graded": len(todo), "skipped": skipped, "worker_peak_bytes": peak,
+                "worker_cap_bytes": self.limits.memory_bytes}
 
     def start_sandbox(self) -> Sandbox:
         """The sandbox this run needs; the output and the submissions are secrets hidden from every worker."""

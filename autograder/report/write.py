@@ -15,15 +15,18 @@ STATUS_ICON = {"passed": "✅", "failed": "❌", "error": "💥", "not_implement
                "crashed": "💥", "forbidden": "🚫", "not_graded": "—"}
 
 
-def write_outputs(out: Path, suite: Suite, results: list[SubmissionResult],
+def write_outputs(out: Path, suite: Suite, results: list[SubmissionResult], stats: dict,
                   already_written: set[str] = frozenset()) -> dict[str, Path]:
-    """grades.csv, the class report, and each student's files (except those `write_student` wrote this run)."""
+    """grades.csv, the class report, run.json (this run's figures: counts, seconds, the largest worker's memory)
+    and each student's files (except those `write_student` wrote during the run)."""
     write_grades_csv(out / "grades.csv", suite, results)
+    _write(out / "run.json", json.dumps({"assignment": suite.assignment, **stats}, indent=2, sort_keys=True) + "\n")
     for r in results:
         if r.student not in already_written:
             write_student(out, r)
     _write(out / "report.html", class_report_html(suite, results))
-    return {"grades": out / "grades.csv", "report": out / "report.html", "feedback": out / "feedback"}
+    return {"grades": out / "grades.csv", "report": out / "report.html", "feedback": out / "feedback",
+            "run": out / "run.json"}
 
 
 def write_student(out: Path, result: SubmissionResult) -> None:

@@ -114,6 +114,15 @@ class JobGroup:
         except (OSError, ValueError, KeyError):
             return 0
 
+    def peak_memory(self) -> int | None:
+        """The most memory any worker of this slot has used so far, in bytes (None if the kernel does not say)."""
+        path = (self.dirs["memory"] / "memory.max_usage_in_bytes" if self.version == "v1"
+                else self.dirs["unified"] / "memory.peak")
+        try:
+            return int(path.read_text())
+        except (OSError, ValueError):
+            return None
+
     def hit_memory_limit(self) -> bool:
         """Did the current worker run into the memory cap?"""
         return self._memory_events() > self.baseline

@@ -164,6 +164,12 @@ class Sandbox:
                 slot[1].drain()
             self._slots.put(slot)
 
+    def peak_worker_memory(self) -> int | None:
+        """The most memory one worker has used so far, in bytes, from the per-slot cgroups (None without them).
+        COW pages shared with the zygote (torch itself) are not counted: only what a submission made its own."""
+        peaks = [p for g in self._groups if g is not None and (p := g.peak_memory()) is not None]
+        return max(peaks, default=None)
+
     def close(self) -> None:
         self._slots.put(None)
         self._spawner.join()
