@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -53,6 +54,15 @@ def grade(
     except SandboxUnavailable as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_SANDBOX)
+    _leave_now()
+
+
+def _leave_now() -> None:
+    """Everything is written, closed and flushed: exit 0 without the interpreter's teardown of torch and
+    matplotlib (about half a second of module clean-up that nothing needs)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, quiet) -> None:

@@ -139,6 +139,9 @@ def main() -> None:
         for fd in fds:
             os.close(fd)
         ctl.sendall(json.dumps({"pid": pid}).encode())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # the grader has gone: skip torch's interpreter teardown (about a second)
 
 
 if __name__ == "__main__":
