@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import builtins
 import fnmatch
+import functools
 import io
 import os
+import re
 import socket
 import sys
 import time
@@ -29,6 +31,7 @@ class Worker:
         self.handles: dict[int, object] = {}
         self.used_forbidden: list[str] = []
         self.op_patterns: list[str] = []
+        self.blocked_ops = None  # the torch.library.Library whose kernels refuse forbidden aten ops
         self.output_excerpt = output_excerpt
         self.output_path: str | None = None  # where fd 1 and 2 go, once redirect_output has run
 
@@ -36,10 +39,12 @@ class Worker:
     def watch_forbidden(self, names: list[str]) -> None:
         """Record every use of a forbidden API. Python names (``"torch.nn.functional.scaled_dot_product_attention"``)
         are wrapped; op patterns (``"op:*scaled_dot_product*"``) are matched on every torch function called
-        during a call (see OpRecorder), which also catches `torch.ops.aten...` reached through getattr tricks."""
+        during a call (see OpRecorder), and the aten operators they match refuse to run (see `block_aten_ops`), so
+        `torch.ops.aten...` reached through getattr tricks, with torch-function handling disabled, is caught too."""
         import importlib
 
         self.op_patterns = [n for n in names if n.startswith("op:")]
+        self.blocked_ops = block_aten_ops(self.op_patterns, self.used_forbidden)
         for qualname in (n for n in names if not n.startswith("op:")):
             owner_name, _, attr = qualname.rpartition(".")
             try:
@@ -201,6 +206,51 @@ class Worker:
         except OSError:
             data, size = b"", 0
         return {"ok": True, "text": data.decode("utf-8", "replace")[: self.output_excerpt], "size": size}
+
+
+KERNEL_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CPU")
+
+
+@functools.cache
+def aten_op_lines() -> str:
+    """Every registered aten operator as one ``name.overload`` per line (built once, in the zygote, before workers
+    are forked: a single regex search over it is much cheaper than a loop over ~3000 names in every worker)."""
+    return "\n".join(n[len("aten::"):] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
+
+
+def _glob_lines(glob: str) -> re.Pattern:
+    """``*scaled_dot_product*`` -> matches whole lines whose operator name (before any ``.overload``) fits the glob
+    (wildcards ``*`` and ``?``)."""
+    name = "".join("[^\n.]*" if c == "*" else "[^\n.]" if c == "?" else re.escape(c) for c in glob)
+    return re.compile(rf"^{name}(?:\.[^\n]*)?$", re.M)
+
+
+def block_aten_ops(patterns: list[str], used: list[str]):
+    """In the dispatcher, below every Python-level hook, replace the CPU kernels of each aten operator whose name
+    matches an ``op:`` pattern by one that records the use and raises. No torch-function or dispatch mode switch
+    bypasses it, and the original kernels are not reachable from Python. Returns the `torch.library.Library`
+    holding the registrations (they last as long as it does: this worker's lifetime)."""
+    import warnings
+
+    if not patterns:
+        return None
+    library = torch.library.Library("aten", "IMPL")
+    for pattern in patterns:
+        for name in _glob_lines(pattern.removeprefix("op:")).findall(aten_op_lines()):
+            for key in KERNEL_KEYS:
+                if torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, key):
+                    with warnings.catch_warnings():  # "overriding a previously registered kernel": the point
+                        warnings.simplefilter("ignore")
+                        library.impl(name, _refusing_kernel("aten::" + name, pattern, used), key)
+    return library
+
+
+def _refusing_kernel(qualified: str, pattern: str, used: list[str]):
+    def refuse(*args, **kwargs):
+        used.append(pattern)
+        raise RuntimeError(f"{qualified} is not allowed in this assignment: implement it yourself")
+
+    return refuse
 
 
 class OpRecorder(TorchFunctionMode):

@@ -56,6 +56,7 @@ def warm_up() -> None:
         layer.weight.copy_(torch.zeros(4, 4))
     torch.allclose(weights, weights), torch.equal(x, x), torch.where(x > 0, x, 0.0).detach().double().numpy()
     torch.manual_seed(0)
+    worker.aten_op_lines()  # cached here, once, for the workers' forbidden-operator guard
 
 
 def recv_request(ctl: socket.socket) -> tuple[dict, list[int]]:
