@@ -28,7 +28,7 @@ def release(
 
 @app.command()
 def grade(
-    submissions: Path = typer.Argument(..., help="A file, a folder of students, nbgrader's submitted/ layout, or a zip."),
+    submissions: Path = typer.Argument(..., help="A file, a folder of students, an nbgrader course root, or a zip."),
     out: Path = typer.Option(Path("build/grades"), "--out", "-o", help="Output folder (gradebook, CSV, feedback, report)."),
     assignment: str = typer.Option("attention", help="Assignment id."),
     jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", min=1, help="Submissions graded at once."),
@@ -37,20 +37,27 @@ def grade(
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Trusted code only: run without isolation."),
     memory_mib: int = typer.Option(2048, "--memory-mib", min=256, help="Memory cap per submission (MiB)."),
     timeout: float = typer.Option(90.0, "--timeout", min=1, help="Wall-clock budget per submission (s)."),
+    call_timeout: float = typer.Option(10.0, "--call-timeout", min=0.5, help="Wall-clock limit per call into student code (s)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary table."),
+    layout: str = typer.Option("auto", "--layout", help="auto | folders | nbgrader. auto: nbgrader's submitted/ "
+                               "layout only for a course root (submitted/ beside nbgrader_config.py or gradebook.db)."),
 ) -> None:
     """Grade one submission or a whole class into OUT."""
+    from autograder.assignments import spec
     from autograder.sandbox.client import Sandbox, SandboxUnavailable  # no torch yet: the zygote starts first
     from autograder.sandbox.limits import Limits
 
     if resume and force:
         raise typer.BadParameter("--resume and --force exclude each other")
-    limits = Limits(memory_bytes=memory_mib << 20, total_seconds=timeout)
+    if layout not in ("auto", "folders", "nbgrader"):
+        raise typer.BadParameter("--layout is auto, folders or nbgrader")
+    limits = Limits(memory_bytes=memory_mib << 20, total_seconds=timeout, call_seconds=call_timeout)
     secrets = [str(out.resolve()), str(submissions.resolve())]
     try:
-        with Sandbox(limits, isolate=not no_sandbox, secrets=secrets, slots=2 * jobs) as sandbox:
+        with Sandbox(limits, isolate=not no_sandbox, secrets=secrets, slots=2 * jobs,
+                     forbidden=list(spec(assignment).FORBIDDEN)) as sandbox:
             _grade(submissions, out, assignment, limits, sandbox, not no_sandbox, jobs,
-                   "resume" if resume else "force" if force else "new", quiet)
+                   "resume" if resume else "force" if force else "new", quiet, layout)
     except SandboxUnavailable as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_SANDBOX)
@@ -65,7 +72,7 @@ def _leave_now(code: int) -> None:
     os._exit(code)
 
 
-def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, quiet) -> None:
+def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, quiet, layout="auto") -> None:
     """The part of `grade` that runs while the sandbox's zygote is importing torch."""
     from autograder.engine.submission import skip_iri_grammar
 
@@ -73,6 +80,7 @@ def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, q
     from autograder.classroom.grade_class import ClassRun, GradebookExists
     from autograder.classroom.intake import IntakeError
     from autograder.engine.checks import load_suite
+    from autograder.report.render import visible_controls
     from autograder.report.summary import print_summary
     from autograder.report.write import write_outputs, write_student
 
@@ -84,11 +92,11 @@ def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, q
         written.add(result.student)
 
     run = ClassRun(submissions, out, suite, limits, isolate=isolate, jobs=jobs, mode=mode, show_progress=not quiet,
-                   sandbox=sandbox, on_result=write_now)
+                   sandbox=sandbox, on_result=write_now, layout=layout)
     try:
         results, stats = run.grade()
-    except (IntakeError, GradebookExists, FileNotFoundError) as e:
-        typer.echo(f"error: {e}", err=True)
+    except (IntakeError, GradebookExists, FileNotFoundError) as e:  # may quote file names from an LMS zip
+        typer.echo(f"error: {visible_controls(str(e))}", err=True)
         raise typer.Exit(EXIT_USAGE)
     except KeyboardInterrupt:
         typer.echo(f"\ninterrupted: finished submissions are saved in {out}; continue with --resume", err=True)

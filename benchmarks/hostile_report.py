@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import SOLUTION, TEST_LIMITS  # noqa: E402
+from conftest import FORBIDDEN, SOLUTION, TEST_LIMITS, TEST_SEED  # noqa: E402
 from fixtures.compose import parse_expect  # noqa: E402
 from test_hostile import HOSTILE, submitted_path  # noqa: E402
 
@@ -31,10 +31,10 @@ def outcome(result) -> str:
 
 def main() -> None:
     suite = load_suite("attention")
-    refs = suite.references()
+    refs = suite.references(seed=TEST_SEED)
     print("| attack | expected | score | seconds | what happened | next student |")
     print("|---|---|---|---|---|---|")
-    with Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)]) as sandbox, tempfile.TemporaryDirectory() as tmp:
+    with Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], forbidden=FORBIDDEN) as sandbox, tempfile.TemporaryDirectory() as tmp:
         sandbox.wait_ready()
         for fixture in HOSTILE:
             path = submitted_path(fixture, Path(tmp))

@@ -98,6 +98,7 @@ def test_lms_zip_and_nbgrader_layout(tmp_path):
     course = tmp_path / "course"
     (course / "submitted" / "erin" / "attention").mkdir(parents=True)
     shutil.copy(SOLUTION, course / "submitted" / "erin" / "attention" / "attention.py")
+    (course / "nbgrader_config.py").write_text("")  # an nbgrader course root, not a student named "submitted"
     assert autograder("grade", course, "--out", tmp_path / "b", "-q").returncode == 0
     assert read_csv(tmp_path / "b" / "grades.csv")[0]["student"] == "erin"
 
@@ -172,3 +173,26 @@ def test_student_text_cannot_inject_html_into_feedback_or_report(tmp_path):
     assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in (out / "feedback" / "raiser.html").read_text()
     md = (out / "feedback" / "printer.md").read_text()
     assert "````text\n```\n<script>" in md  # the fence is longer than the backticks the student printed
+
+
+def test_the_run_always_ends_with_grades_whatever_the_students_do(tmp_path):
+    """A trickling reply, a file CPython cannot compile and an infinite loop, beside correct students: the run ends
+    with every row written; the timed-out student was graded again alone before its timeout counted."""
+    from fixtures.compose import FIXTURES, base_solution_source, submission_bytes
+
+    root = tmp_path / "class"
+    for name in ("slow_drip_reply", "deep_unary_minus", "infinite_loop_in_sdpa"):
+        (root / name).mkdir(parents=True)
+        (root / name / "attention.py").write_bytes(submission_bytes(FIXTURES / "hostile" / f"{name}.py",
+                                                                    base_solution_source()))
+    for i in range(2):
+        (root / f"ok{i}").mkdir()
+        shutil.copy(SOLUTION, root / f"ok{i}" / "attention.py")
+    out = tmp_path / "out"
+    result = autograder("grade", root, "--out", out, "-q", "--jobs", "2", "--timeout", "40", "--call-timeout", "2")
+    assert result.returncode == 0, result.stderr
+    rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
+    assert {k: rows[k]["score"] for k in rows} == {"deep_unary_minus": "0", "infinite_loop_in_sdpa": "7",
+                                                   "ok0": "20", "ok1": "20", "slow_drip_reply": "7"}
+    run = json.loads((out / "run.json").read_text())
+    assert run["regraded_alone"] == 2  # the two that timed out

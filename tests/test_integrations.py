@@ -405,4 +405,5 @@ def test_gradescope_package_tree_installs(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     installed = tmp_path / "site" / "autograder"
     assert (installed / "integrations" / "gradescope.py").is_file()
-    assert (installed / "assignments" / ID / "references.npz").is_file()
+    assert (installed / "assignments" / ID / "reference_solution.py").read_bytes() == (REPO / "solutions" / ID / "attention.py").read_bytes()
+    assert not (installed / "assignments" / ID / "references.npz").exists()

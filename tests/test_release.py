@@ -8,7 +8,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
@@ -16,7 +15,7 @@ from autograder.release import leaks, markers
 from autograder.release.command import build, run_release
 from autograder.release.errors import ReleaseError
 from autograder.release.notebook import nbgrader_config
-from autograder.release.references import npz_bytes
+from autograder.release import zips
 
 REPO = Path(__file__).resolve().parent.parent
 ID = "attention"
@@ -177,14 +176,16 @@ def test_release_refuses_a_handout_that_leaks_a_solution_line(tmp_path, capsys):
     assert "leak guard" in capsys.readouterr().err
 
 
-def test_references_npz_is_byte_stable_and_loadable():
-    arrays = {"b": np.arange(6, dtype=np.float32).reshape(2, 3), "a": np.array([True, False])}
-    data = npz_bytes(arrays)
-    assert data == npz_bytes(dict(reversed(arrays.items())))
-    import io
-    loaded = np.load(io.BytesIO(data))
-    assert sorted(loaded.files) == ["a", "b"]
-    assert np.array_equal(loaded["b"], arrays["b"]) and loaded["b"].dtype == np.float32
+def test_release_ships_the_clean_solution_as_the_reference_and_no_fixed_references(released):
+    grading = released / "autograder" / "assignments" / ID
+    assert (grading / "reference_solution.py").read_bytes() == (released / "solutions" / ID / "attention.py").read_bytes()
+    assert not (grading / "references.npz").exists()
+    generated = json.loads((grading / "release_manifest.json").read_text(encoding="utf-8"))["generated"]
+    assert f"autograder/assignments/{ID}/reference_solution.py" in generated
+    assert not any(p.endswith(".npz") for p in generated)
+    bundle = zips.read((released / "dist" / "gradescope_autograder.zip").read_bytes())
+    assert bundle[f"package/autograder/assignments/{ID}/reference_solution.py"] == (grading / "reference_solution.py").read_bytes()
+    assert not any(name.endswith(".npz") for name in bundle)
 
 
 @pytest.mark.slow

@@ -11,14 +11,19 @@ import torch
 
 from autograder.sandbox import wire
 from autograder.sandbox.client import Sandbox, SandboxUnavailable, WorkerCrashed, WorkerTimeout
-from conftest import ROOT, TEST_LIMITS
+from conftest import FORBIDDEN, ROOT, TEST_LIMITS
+
+
+def load(worker, source: str, timeout: float = 5.0) -> dict:
+    header, _ = worker.request({"op": "load", "filename": "attention.py"}, [source.encode()], timeout=timeout)
+    return header
 
 
 def run(sandbox, source: str, fn: str = "probe", *args, timeout: float = 5.0):
     """Load `source` in a fresh worker and return what `fn(*args)` gives back (or raise the worker's fate)."""
     worker = sandbox.spawn()
     try:
-        header, _ = worker.request({"op": "load", "source": source, "filename": "attention.py"}, timeout=timeout)
+        header = load(worker, source, timeout)
         assert header["ok"], header
         tree, blobs = wire.encode(list(args))
         reply, out = worker.request({"op": "call", "target": fn, "args": tree}, blobs, timeout=timeout)
@@ -28,13 +33,14 @@ def run(sandbox, source: str, fn: str = "probe", *args, timeout: float = 5.0):
         worker.kill()
 
 
-def test_worker_runs_as_unprivileged_pid_1(sandbox):
+def test_worker_runs_as_unprivileged_pid_1_with_a_fresh_uid_each_time(sandbox):
     uid, pid = run(sandbox, "import os\ndef probe(): return [os.getuid(), os.getpid()]")
-    assert uid >= 61000 and pid == 1
+    second, _ = run(sandbox, "import os\ndef probe(): return [os.getuid(), os.getpid()]")
+    assert uid >= 1 << 20 and pid == 1 and second != uid
 
 
 @pytest.mark.parametrize("path", [
-    str(ROOT / "autograder" / "assignments" / "attention" / "references.npz"),
+    str(ROOT / "autograder" / "assignments" / "attention" / "reference_solution.py"),
     str(ROOT / "autograder" / "assignments" / "attention" / "checks.py"),
     str(ROOT / "solutions" / "attention" / "attention.py"),
     str(ROOT / "assignments" / "attention" / "attention.py"),
@@ -101,7 +107,7 @@ def test_memory_cap_kills_the_worker(sandbox):
 
 
 def test_peak_worker_memory_counts_what_a_worker_allocates():
-    with Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], slots=1) as box:
+    with Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], slots=1, forbidden=FORBIDDEN) as box:
         small = run(box, "def probe(): return 1")
         assert small == 1 and box.peak_worker_memory() < 200 << 20
         assert run(box, "def probe(): return len(bytearray(300 << 20))", timeout=20) == 300 << 20
@@ -122,7 +128,7 @@ def test_setsid_daemon_and_fork_storm_die_with_the_worker(sandbox, tmp_path):
               "        pids.append(pid)\n"
               "    return len(pids)\n")
     worker = sandbox.spawn()
-    worker.request({"op": "load", "source": source, "filename": "attention.py"}, timeout=5)
+    load(worker, source)
     reply, blobs = worker.request({"op": "call", "target": "probe", "args": {"list": []}}, timeout=10)
     forked = wire.decode(reply["value"], blobs)["result"]
     assert 0 < forked < TEST_LIMITS.processes  # the storm hit the process cap
@@ -142,20 +148,105 @@ def test_refuses_without_root_or_says_why(monkeypatch):
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(SandboxUnavailable, match="--no-sandbox"):
-        Sandbox(TEST_LIMITS, isolate=True)
+        Sandbox(TEST_LIMITS, isolate=True, forbidden=FORBIDDEN)
 
 
-def test_forbidden_api_calls_are_recorded(sandbox):
-    worker = sandbox.spawn()
-    try:
-        source = "import torch.nn.functional as F\ndef probe(q): return F.scaled_dot_product_attention(q, q, q)"
-        worker.request({"op": "load", "source": source, "filename": "attention.py",
-                        "forbidden": ["torch.nn.functional.scaled_dot_product_attention"]}, timeout=5)
-        tree, blobs = wire.encode([torch.ones(2, 3)])
-        reply, _ = worker.request({"op": "call", "target": "probe", "args": tree}, blobs, timeout=5)
-        assert reply["forbidden"] == ["torch.nn.functional.scaled_dot_product_attention"]
-    finally:
-        worker.kill()
+FORBIDDEN_ROUTES = """
+import torch, gc
+import torch.nn.functional as F
+def probe(q):
+    routes = {
+        "F.scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(q, q, q),
+        "aten math via getattr": lambda: getattr(torch.ops.aten, "_scaled_dot_product_attention_" + "math")(q, q, q),
+        "with DisableTorchFunction": lambda: _disabled(q),
+        "under vmap": lambda: torch.vmap(lambda a: torch.ops.aten._scaled_dot_product_attention_math(a, a, a))(q),
+        "nn.MultiheadAttention": lambda: torch.nn.MultiheadAttention(4, 1),
+        "multi_head_attention_forward via gc": lambda: _every("multi_head_attention_forward", q),
+    }
+    out = {}
+    for name, route in routes.items():
+        try:
+            route()
+            out[name] = "ran"
+        except Exception as e:
+            out[name] = "refused" if "is disabled in this assignment" in str(e) else type(e).__name__
+    return out
+def _every(name, q):
+    for f in [f for f in gc.get_objects() if type(f).__name__ == "function" and f.__name__ == name]:
+        f(q, q, q, 4, 1, None, None, None, None, False, 0.0, q, None)
+def _disabled(q):
+    with torch._C.DisableTorchFunction():
+        return torch.ops.aten.scaled_dot_product_attention(q, q, q)
+"""
+
+
+def test_forbidden_apis_are_unavailable_by_every_route(sandbox):
+    routes = run(sandbox, FORBIDDEN_ROUTES, "probe", torch.ones(1, 2, 4))
+    assert routes and set(routes.values()) == {"refused"}, routes
+
+
+def test_forbidden_apis_work_in_a_sandbox_that_does_not_forbid_them():
+    """The routes above are real ways to the ready-made attention: without the block they run (so the test above
+    can fail)."""
+    with Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], slots=1, forbidden=[]) as box:
+        routes = run(box, FORBIDDEN_ROUTES, "probe", torch.ones(1, 2, 4))
+    assert routes["F.scaled_dot_product_attention"] == routes["aten math via getattr"] == "ran"
+
+
+def test_a_worker_that_trickles_its_reply_is_killed_at_the_deadline(sandbox):
+    """One byte every 0.3 s keeps every single read short; the deadline covers the whole reply."""
+    source = ("import os, socket, struct, time\n"
+              "def _is_socket(f):\n"
+              "    try: return os.readlink(f'/proc/self/fd/{f}').startswith('socket:')\n"
+              "    except OSError: return False\n"
+              "def probe():\n"
+              "    fd = [int(f) for f in os.listdir('/proc/self/fd') if _is_socket(f)][0]\n"
+              "    os.write(fd, struct.pack('>I', 1000))\n"
+              "    while True:\n"
+              "        os.write(fd, b' '); time.sleep(0.3)\n")
+    started = time.monotonic()
+    with pytest.raises(WorkerTimeout):
+        run(sandbox, source, timeout=2.0)
+    assert time.monotonic() - started < 6
+
+
+def test_a_submission_larger_than_a_frame_header_loads(sandbox):
+    source = "# " + "x" * (3 << 20) + "\ndef probe(): return 7\n"
+    assert run(sandbox, source, timeout=20) == 7
+
+
+def test_worker_memory_holds_no_grader_path(sandbox):
+    """Strings reachable from the worker's Python objects, its argv, path and environment: none names the
+    repository's package folder (the hidden checks live there) or the grader's config."""
+    source = ("import gc, os, sys\n"
+              "def probe(reversed_mark):\n"
+              "    mark = reversed_mark[::-1]\n"
+              "    seen = set(sys.path) | set(sys.argv) | set(os.environ.values())\n"
+              "    for m in list(sys.modules.values()):\n"
+              "        seen.add(str(getattr(m, '__file__', '')))\n"
+              "    for o in gc.get_objects():\n"
+              "        if isinstance(o, dict):\n"
+              "            seen.update(v for v in o.values() if isinstance(v, str))\n"
+              "        elif isinstance(o, (list, tuple)):\n"
+              "            seen.update(v for v in o if isinstance(v, str))\n"
+              "        if type(o).__name__ == 'function': seen.add(o.__code__.co_filename)\n"
+              "    return sorted(s for s in seen if mark in s)\n")
+    mark = str(ROOT / "autograder")
+    assert run(sandbox, source, "probe", mark[::-1]) == []
+
+
+def test_seccomp_denies_exec_keyrings_and_namespaces_in_the_worker(sandbox):
+    source = ("import ctypes, os, subprocess\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "def probe():\n"
+              "    out = {}\n"
+              "    try: subprocess.run(['/bin/true']); out['exec'] = 'ran'\n"
+              "    except OSError as e: out['exec'] = e.errno\n"
+              "    out['add_key'] = libc.syscall(248, b'user', b'k', b'v', 1, -4) == -1 and ctypes.get_errno()\n"
+              "    out['unshare'] = libc.unshare(0x10000000) == -1 and ctypes.get_errno()\n"
+              "    return out\n")
+    import errno
+    assert run(sandbox, source) == {"exec": errno.EPERM, "add_key": errno.EPERM, "unshare": errno.EPERM}
 
 
 def test_a_dead_template_process_stops_grading_with_its_reason(suite, refs, tmp_path):
@@ -163,7 +254,7 @@ def test_a_dead_template_process_stops_grading_with_its_reason(suite, refs, tmp_
     from autograder.engine.runner import grade_file
     from conftest import SOLUTION
 
-    box = Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], slots=2)
+    box = Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], slots=2, forbidden=FORBIDDEN)
     try:
         box.wait_ready()
         box._proc.kill()

@@ -10,15 +10,17 @@ import hashlib
 import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autograder.engine.checks import Suite
+from autograder.engine.hidden_inputs import course_secret, student_seed
 from autograder.engine.results import SubmissionResult
 from autograder.engine.runner import grade_file, ungradable
+from autograder.report.render import terminal_text
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.limits import Limits
 
@@ -36,9 +38,13 @@ ENGINE = Path(__file__).resolve().parents[1] / "engine"
 
 
 def suite_fingerprint(suite: Suite) -> str:
-    """Changes whenever the checks, diagnosis, references or the engine change: such results are regraded."""
+    """Changes whenever the checks, diagnosis, cases, the reference solution or the engine change: such results
+    are regraded. (The references are a function of cases.py, reference_solution.py and each student's seed.)"""
     h = hashlib.sha256()
-    files = sorted(suite.directory.glob("*.py")) + [suite.directory / "references.npz"] + sorted(ENGINE.glob("*.py"))
+    files = sorted(suite.directory.glob("*.py"))  # checks, diagnosis, cases and reference_solution.py
+    if suite.directory / "reference_solution.py" not in files:
+        raise FileNotFoundError(f"{suite.directory / 'reference_solution.py'} is missing: run `autograder release`")
+    files += sorted(ENGINE.glob("*.py"))
     for path in files:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
@@ -56,6 +62,8 @@ class ClassRun:
     show_progress: bool = True
     sandbox: Sandbox | None = None  # started by the caller (so torch loads in the zygote meanwhile), else here
     on_result: Callable[[SubmissionResult], None] | None = None  # e.g. write its feedback while others grade
+    layout: str = "auto"       # auto | folders | nbgrader: see intake.find_submissions
+    regraded_alone: list[str] = field(default_factory=list)  # timed out beside a neighbour, graded again alone
 
     def grade(self) -> tuple[list[SubmissionResult], dict]:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -65,24 +73,27 @@ class ClassRun:
             if self.mode == "new" and book.count(self.suite.assignment):
                 raise GradebookExists(f"{self.out / GRADEBOOK} already holds results: continue with --resume, "
                                       "or regrade everything with --force")
+            known_seeds = book.seeds(self.suite.assignment)  # read before --force clears: a regrade reuses them
             if self.mode == "force":
                 book.clear(self.suite.assignment)
             with tempfile.TemporaryDirectory(prefix="autograder-intake-") as work:
-                entries = find_submissions(self.source, self.suite.submission_files, Path(work))
+                entries = find_submissions(self.source, self.suite.submission_files, Path(work), self.layout)
                 started = time.perf_counter()
-                stats.update(self._grade_entries(entries, book))
+                stats.update(self._grade_entries(entries, book, known_seeds))
                 stats["seconds"] = round(time.perf_counter() - started, 3)
             results = book.results(self.suite.assignment, [e.student for e in entries])
         finally:
             book.close()
         return results, stats
 
-    def _grade_entries(self, entries: list[Entry], book: Gradebook) -> dict:
+    def _grade_entries(self, entries: list[Entry], book: Gradebook, known_seeds: dict[str, int] | None = None) -> dict:
         fingerprint = suite_fingerprint(self.suite)
+        seeds = self.seeds(entries, book.seeds(self.suite.assignment) if known_seeds is None else known_seeds)
         todo, skipped = [], 0
         for entry in entries:
             if entry.path is None:
-                book.save(ungradable(entry.student, self.suite, None, entry.problem_en, entry.problem_zh), fingerprint)
+                book.save(ungradable(entry.student, self.suite, None, entry.problem_en, entry.problem_zh), fingerprint,
+                          seeds[entry.student])
             elif self.mode == "resume" and book.is_current(self.suite.assignment, entry.student,
                                                            _sha256(entry.path), fingerprint):
                 skipped += 1
@@ -90,40 +101,74 @@ class ClassRun:
                 todo.append(entry)
         if not todo:
             return {"graded": 0, "skipped": skipped}
-        refs = self.suite.references()
+        self.suite.references(seeds[todo[0].student])  # a missing reference solution fails here, before grading
         with contextlib.ExitStack() as stack:
             sandbox = self.sandbox or stack.enter_context(self.start_sandbox())
-            self._grade_in(sandbox, todo, refs, book, fingerprint)
+            self._grade_in(sandbox, todo, seeds, book, fingerprint)
             peak = sandbox.peak_worker_memory()
         return {"graded": len(todo), "skipped": skipped, "worker_peak_bytes": peak,
-                "worker_cap_bytes": self.limits.memory_bytes}
+                "worker_cap_bytes": self.limits.memory_bytes, "regraded_alone": len(self.regraded_alone)}
 
     def start_sandbox(self) -> Sandbox:
         """The sandbox this run needs; the output and the submissions are secrets hidden from every worker."""
         secrets = [str(self.out.resolve()), str(Path(self.source).resolve())]
-        return Sandbox(self.limits, isolate=self.isolate, secrets=secrets, slots=2 * self.jobs)
+        return Sandbox(self.limits, isolate=self.isolate, secrets=secrets, slots=2 * self.jobs,
+                       forbidden=list(self.suite.forbidden))
 
-    def _grade_in(self, sandbox: Sandbox, todo: list[Entry], refs: dict, book: Gradebook, fingerprint: str) -> None:
+    def seeds(self, entries: list[Entry], known: dict[str, int]) -> dict[str, int]:
+        """student -> hidden-input seed: the one the gradebook recorded (so a regrade draws the same inputs, even
+        if the course secret was lost), else one drawn from the course secret and the student's id."""
+        secret, seeds = None, {}
+        for entry in entries:
+            if entry.student in known:
+                seeds[entry.student] = known[entry.student]
+            else:
+                secret = secret or course_secret(self.out)
+                seeds[entry.student] = student_seed(secret, self.suite.assignment, entry.student)
+        return seeds
+
+    def _grade_one(self, entry: Entry, seed: int, sandbox: Sandbox) -> SubmissionResult:
+        """Grade one submission against the references of its own hidden inputs (built in this thread)."""
+        return grade_file(entry.path, entry.student, self.suite, sandbox, self.limits, self.suite.references(seed))
+
+    def _grade_in(self, sandbox: Sandbox, todo: list[Entry], seeds: dict[str, int], book: Gradebook,
+                  fingerprint: str) -> None:
         with ThreadPoolExecutor(self.jobs, thread_name_prefix="grade") as pool, \
                 Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                          TextColumn("{task.description}"), disable=not self.show_progress, transient=False) as bar:
             task = bar.add_task("", total=len(todo))
-            pending = {pool.submit(grade_file, e.path, e.student, self.suite, sandbox, self.limits, refs): e
-                       for e in todo}
+            pending = {pool.submit(self._grade_one, e, seeds[e.student], sandbox): e for e in todo}
+            alone: list[Entry] = []  # timed out beside a neighbour: graded again, alone, before it counts
             try:
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
                         entry = pending.pop(future)
                         result = future.result()
-                        book.save(result, fingerprint)
-                        if self.on_result is not None:
-                            self.on_result(result)
-                        bar.update(task, advance=1, description=entry.student)
+                        if self.jobs > 1 and _timed_out(result):
+                            alone.append(entry)
+                            continue
+                        self._keep(result, entry, seeds, book, fingerprint)
+                        bar.update(task, advance=1, description=terminal_text(entry.student))
             except BaseException:
                 for future in pending:
                     future.cancel()
                 raise
+            self.regraded_alone = [e.student for e in alone]
+            for entry in alone:  # nothing else runs now: a timeout here is the submission's own
+                bar.update(task, description=terminal_text(f"{entry.student} (again, alone)"))
+                self._keep(self._grade_one(entry, seeds[entry.student], sandbox), entry, seeds, book, fingerprint)
+                bar.update(task, advance=1)
+
+    def _keep(self, result: SubmissionResult, entry: Entry, seeds: dict[str, int], book: Gradebook,
+              fingerprint: str) -> None:
+        book.save(result, fingerprint, seeds[entry.student])
+        if self.on_result is not None:
+            self.on_result(result)
+
+
+def _timed_out(result: SubmissionResult) -> bool:
+    return any(c.status == "timeout" for c in result.checks)
 
 
 def _sha256(path: Path) -> str | None:

@@ -19,9 +19,11 @@ CREATE TABLE IF NOT EXISTS results (
     max_score  REAL NOT NULL,
     result     TEXT NOT NULL,   -- the full SubmissionResult as JSON
     graded_at  TEXT NOT NULL,
+    seed       INTEGER,         -- the student's hidden-input seed: a regrade reuses it, so it draws the same inputs
     PRIMARY KEY (assignment, student)
 );
 """
+COLUMNS = ("assignment", "student", "sha256", "suite", "score", "max_score", "result", "graded_at", "seed")
 
 
 class Gradebook:
@@ -33,6 +35,17 @@ class Gradebook:
         # per student; only a power cut or kernel crash could lose the last few commits, and --resume regrades them.
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add the columns a gradebook written by an older version lacks (its rows get NULL there)."""
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
+        if "seed" not in have:
+            try:
+                self.db.execute("ALTER TABLE results ADD COLUMN seed INTEGER")
+            except sqlite3.OperationalError as e:  # another grader added it meanwhile
+                if "duplicate column" not in str(e):
+                    raise
 
     def count(self, assignment: str) -> int:
         return self.db.execute("SELECT COUNT(*) FROM results WHERE assignment = ?", (assignment,)).fetchone()[0]
@@ -45,14 +58,21 @@ class Gradebook:
                               (assignment, student)).fetchone()
         return row is not None and row == (sha256, suite)
 
-    def save(self, result: SubmissionResult, suite: str) -> None:
+    def save(self, result: SubmissionResult, suite: str, seed: int | None = None) -> None:
         with self.db:  # one transaction per student
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute(
-                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                 (result.assignment, result.student, result.sha256, suite, result.score, result.max_score,
                  json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True),
-                 datetime.now(timezone.utc).isoformat(timespec="seconds")))
+                 datetime.now(timezone.utc).isoformat(timespec="seconds"), seed))
+
+    def seeds(self, assignment: str) -> dict[str, int]:
+        """student -> the hidden-input seed recorded when they were graded (students graded before seeds existed
+        have none)."""
+        rows = self.db.execute("SELECT student, seed FROM results WHERE assignment = ? AND seed IS NOT NULL",
+                               (assignment,)).fetchall()
+        return dict(rows)
 
     def results(self, assignment: str, students: list[str] | None = None) -> list[SubmissionResult]:
         rows = self.db.execute("SELECT student, result FROM results WHERE assignment = ? ORDER BY student",

@@ -1,7 +1,8 @@
 """Find each student's submission in whatever the instructor downloaded.
 
 Accepted: one file; a folder of per-student folders (any layout inside); a folder of per-student files
-(`<id>.py`, `<id>.ipynb`); nbgrader's `submitted/<student>/<assignment>/`; or a zip of any of these, as an LMS
+(`<id>.py`, `<id>.ipynb`); nbgrader's `submitted/<student>/<assignment>/` (when asked for, or when the folder is
+an nbgrader course root: never because a student's folder is named `submitted`); or a zip of any of these, as an LMS
 exports it (extracted only after every entry has been checked: no absolute paths, no `..`, no links, size and
 count caps). Student id = folder or file name. Whatever cannot be graded is kept, with the reason.
 """
@@ -30,8 +31,16 @@ class Entry:
     problem_zh: str = ""
 
 
-def find_submissions(source: Path, names: tuple[str, ...], workdir: Path) -> list[Entry]:
-    """Entries sorted by student; `names` are the graded file names (e.g. attention.py, attention.ipynb)."""
+LAYOUTS = ("auto", "folders", "nbgrader")
+NBGRADER_MARKERS = ("nbgrader_config.py", "gradebook.db")
+
+
+def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout: str = "auto") -> list[Entry]:
+    """Entries sorted by student; `names` are the graded file names (e.g. attention.py, attention.ipynb).
+    `layout`: "folders" (every child of the folder is a student), "nbgrader" (the children of its `submitted/`),
+    or "auto" (nbgrader's only for a course root: `submitted/` beside `nbgrader_config.py` or `gradebook.db`)."""
+    if layout not in LAYOUTS:
+        raise IntakeError(f"unknown layout {layout!r}: use one of {', '.join(LAYOUTS)}")
     source = Path(source)
     if not source.exists() and not source.is_symlink():
         raise IntakeError(f"{source} does not exist")
@@ -40,7 +49,7 @@ def find_submissions(source: Path, names: tuple[str, ...], workdir: Path) -> lis
     if source.is_file():
         student = source.parent.name if source.name in names else source.stem
         return [Entry(student, source)]
-    root = _nbgrader_root(source)
+    root = _nbgrader_root(source, layout)
     entries = []
     for child in sorted(root.iterdir()):
         if child.name.startswith(".") or child.name in SKIP_DIRS:
@@ -59,9 +68,13 @@ def find_submissions(source: Path, names: tuple[str, ...], workdir: Path) -> lis
     return sorted(entries, key=lambda e: e.student)
 
 
-def _nbgrader_root(source: Path) -> Path:
-    """A course folder with `submitted/` means nbgrader's layout: students are the folders inside it."""
-    return source / "submitted" if (source / "submitted").is_dir() else source
+def _nbgrader_root(source: Path, layout: str) -> Path:
+    """The folder whose children are the students: `submitted/` in nbgrader's layout, else `source` itself."""
+    submitted = source / "submitted"
+    if layout == "nbgrader" and not submitted.is_dir():
+        raise IntakeError(f"{source} has no submitted/ folder (nbgrader layout)")
+    course_root = submitted.is_dir() and any((source / m).is_file() for m in NBGRADER_MARKERS)
+    return submitted if layout == "nbgrader" or (layout == "auto" and course_root) else source
 
 
 def _from_folder(folder: Path, names: tuple[str, ...]) -> Entry:

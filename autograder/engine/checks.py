@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 
 VISIBILITIES = ("public", "hidden")
@@ -65,12 +64,12 @@ class Suite:
         return Suite(self.assignment, tuple(c for c in self.checks if c.visibility == "public"), self.forbidden,
                      self.submission_files, self.directory)
 
-    def references(self) -> dict[str, torch.Tensor]:
-        path = self.directory / "references.npz"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: run `autograder release` to compute the references")
-        with np.load(path) as data:
-            return {name: torch.from_numpy(data[name].copy()) for name in data.files}
+    def references(self, seed: int) -> dict[str, torch.Tensor]:
+        """One student's hidden inputs (drawn from `seed`) and their expected outputs, computed by `cases.py` from
+        the reference solution `autograder release` writes beside the checks (see `hidden_inputs`)."""
+        from .hidden_inputs import references
+
+        return references(self.assignment, self.directory, seed)
 
 
 def load_suite(assignment: str) -> Suite:

@@ -27,13 +27,17 @@ class Diagnosis:
 
 
 class CheckFailed(AssertionError):
-    def __init__(self, en: str, zh: str, diagnosis: Diagnosis | None = None):
+    """`en`/`zh` say what is wrong in the grader's own words; `measured` = (en, zh) adds what was measured on the
+    student's result (shapes, counts, differences): shown for public checks only, since a student can make their
+    result encode a hidden input and read it back from such numbers."""
+
+    def __init__(self, en: str, zh: str, diagnosis: Diagnosis | None = None, measured: tuple[str, str] = ("", "")):
         super().__init__(en)
-        self.en, self.zh, self.diagnosis = en, zh, diagnosis
+        self.en, self.zh, self.diagnosis, self.measured = en, zh, diagnosis, measured
 
 
-def fail(en: str, zh: str, diagnosis: Diagnosis | None = None):
-    raise CheckFailed(en, zh, diagnosis)
+def fail(en: str, zh: str, diagnosis: Diagnosis | None = None, measured: tuple[str, str] = ("", "")):
+    raise CheckFailed(en, zh, diagnosis, measured)
 
 
 def _describe(value) -> str:
@@ -45,14 +49,14 @@ def _describe(value) -> str:
 def tensor(value, what: str, shape=None, dtype=None, diagnose=None) -> torch.Tensor:
     """`value` must be a tensor of exactly this shape (tuple) and dtype; returns it."""
     if type(value) is not torch.Tensor:
-        fail(f"{what} should be a torch.Tensor, got {_describe(value)}",
-             f"{what} 应当是 torch.Tensor，实际是 {_describe(value)}", safely(diagnose))
+        fail(f"{what} should be a torch.Tensor", f"{what} 应当是 torch.Tensor", safely(diagnose),
+             (f"(got {_describe(value)})", f"（实际是 {_describe(value)}）"))
     if shape is not None and tuple(value.shape) != tuple(shape):
-        fail(f"{what} has shape {list(value.shape)}, expected {list(shape)}",
-             f"{what} 的形状是 {list(value.shape)}，应为 {list(shape)}", safely(diagnose))
+        fail(f"{what} should have shape {list(shape)}", f"{what} 的形状应为 {list(shape)}", safely(diagnose),
+             (f"(got {list(value.shape)})", f"（实际是 {list(value.shape)}）"))
     if dtype is not None and value.dtype != dtype:
-        fail(f"{what} has dtype {value.dtype}, expected {dtype}",
-             f"{what} 的 dtype 是 {value.dtype}，应为 {dtype}", safely(diagnose))
+        fail(f"{what} should have dtype {dtype}", f"{what} 的 dtype 应为 {dtype}", safely(diagnose),
+             (f"(got {value.dtype})", f"（实际是 {value.dtype}）"))
     return value
 
 
@@ -63,15 +67,16 @@ NOT_A_PAIR = Diagnosis("not_a_pair", "函数必须返回两个张量组成的元
 def pair(value, what: str):
     """`value` must be a tuple or list of exactly two items (e.g. (output, weights))."""
     if not isinstance(value, (tuple, list)) or len(value) != 2:
-        fail(f"{what} should return a pair (output, weights), got {_describe(value)}",
-             f"{what} 应返回二元组 (output, weights)，实际是 {_describe(value)}", NOT_A_PAIR)
+        fail(f"{what} should return a pair (output, weights)", f"{what} 应返回二元组 (output, weights)", NOT_A_PAIR,
+             (f"(got {_describe(value)})", f"（实际是 {_describe(value)}）"))
     return value
 
 
 def finite(value: torch.Tensor, what: str, diagnose=None) -> None:
     if value.is_floating_point() and not torch.isfinite(value).all():
         bad = int((~torch.isfinite(value)).sum())
-        fail(f"{what} contains {bad} NaN/inf values", f"{what} 含有 {bad} 个 NaN/inf", safely(diagnose))
+        fail(f"{what} contains NaN/inf values", f"{what} 含有 NaN/inf", safely(diagnose),
+             (f"({bad} of {value.numel()})", f"（{bad}/{value.numel()} 个）"))
 
 
 def close(actual, expected: torch.Tensor, what: str, atol: float = ATOL, rtol: float = RTOL,
@@ -85,12 +90,12 @@ def close(actual, expected: torch.Tensor, what: str, atol: float = ATOL, rtol: f
         bad = err > atol + rtol * e.abs()
         if bool(bad.any()):
             index = [int(i) for i in torch.nonzero(bad)[0]]
-            fail(f"{what}: {bad.sum().item()} of {bad.numel()} values differ from the expected ones "
-                 f"(largest difference {err.max().item():.3g}, first at index {index})",
-                 f"{what} 与期望值在 {bad.sum().item()}/{bad.numel()} 个位置不一致"
-                 f"（最大差 {err.max().item():.3g}，第一个位置 {index}）")
+            fail(f"{what} differs from the expected values", f"{what} 与期望值不一致", None,
+                 (f"({bad.sum().item()} of {bad.numel()} values; largest difference {err.max().item():.3g}, "
+                  f"first at index {index})",
+                  f"（{bad.sum().item()}/{bad.numel()} 个位置；最大差 {err.max().item():.3g}，第一个位置 {index}）"))
     except CheckFailed as failure:
-        raise CheckFailed(failure.en, failure.zh, safely(diagnose)) from None
+        raise CheckFailed(failure.en, failure.zh, safely(diagnose), failure.measured) from None
     return actual
 
 
@@ -109,6 +114,6 @@ def equal(actual, expected: torch.Tensor, what: str) -> torch.Tensor:
     actual = tensor(actual, what, expected.shape, expected.dtype)
     if not torch.equal(actual, expected):
         wrong = (actual != expected).nonzero()
-        fail(f"{what} is wrong at {len(wrong)} positions, first at {wrong[0].tolist()}",
-             f"{what} 有 {len(wrong)} 个位置不对，第一个是 {wrong[0].tolist()}")
+        fail(f"{what} has wrong values", f"{what} 的值不对", None,
+             (f"({len(wrong)} positions, first at {wrong[0].tolist()})", f"（{len(wrong)} 个位置，第一个是 {wrong[0].tolist()}）"))
     return actual

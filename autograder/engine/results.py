@@ -35,8 +35,9 @@ class SubmissionResult:
     checks: list[CheckResult] = field(default_factory=list)
     error_en: str = ""          # set when the submission could not be graded at all
     error_zh: str = ""
-    output: str = ""            # excerpt of what the submission printed
+    output: str = ""            # excerpt of what the submission printed while loading and in public checks
     seconds: float = 0.0
+    staff_output: str = ""      # what it printed during hidden checks: for the course staff, never in feedback
 
     @property
     def graded(self) -> bool:

@@ -2,10 +2,18 @@
 
 Each check is independent: its failure, exception, timeout or crash costs its own points only (a crashed worker
 is replaced for the next check). Checks of a function that uses a forbidden API score zero, with the reason.
+Public checks run first; from the first hidden check on, nothing the student's code controls reaches the
+student's feedback verbatim (printed output, exception messages and type names, measured numbers), so hidden
+inputs cannot be read back through the feedback. A grader-side exception of any kind while handling one
+submission becomes that submission's result ("internal error"), never the end of the run.
 """
 from __future__ import annotations
 
+import ast
+import builtins
+import fnmatch
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -26,10 +34,18 @@ def grade_file(path: Path, student: str, suite: Suite, sandbox: Sandbox, limits:
                refs: dict) -> SubmissionResult:
     started = time.perf_counter()
     try:
-        submission = load(path, {c.function for c in suite.checks})
-    except SubmissionError as e:
-        return ungradable(student, suite, path, e.en, e.zh, started)
-    result = grade_submission(submission, student, suite, sandbox, limits, refs)
+        try:
+            submission = load(path, {c.function for c in suite.checks})
+        except SubmissionError as e:
+            return ungradable(student, suite, path, e.en, e.zh, started)
+        result = grade_submission(submission, student, suite, sandbox, limits, refs)
+    except SandboxUnavailable:  # the grader cannot do its job: stop the run, don't blame the student
+        raise
+    except (Exception, RecursionError, MemoryError) as e:  # a grader bug met on this submission: its row says so
+        log.exception("internal error while grading %s", path)
+        return ungradable(student, suite, path, f"internal grader error ({type(e).__name__}); the course staff have "
+                          "been told in the grading log", f"评分程序内部错误（{type(e).__name__}），已记录在评分日志中",
+                          started)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -46,47 +62,64 @@ def ungradable(student: str, suite: Suite, path: Path | None, en: str, zh: str,
 def grade_submission(submission: Submission, student: str, suite: Suite, sandbox: Sandbox, limits: Limits,
                      refs: dict) -> SubmissionResult:
     static = forbidden_scan.scan(submission.tree, list(suite.forbidden), {c.function for c in suite.checks})
-    session = Session(sandbox, submission, list(suite.forbidden), limits)
+    session = Session(sandbox, submission, limits)
     proxy = RemoteStudent(session)
-    checks = []
+    names = _defined_names(submission)
+    results: dict[str, CheckResult] = {}
     stopped: dict[str, CheckResult] = {}  # function -> the check where it hung or killed its worker
+    ordered = sorted(suite.checks, key=lambda c: c.visibility != "public")  # public first, then hidden
     try:
-        for check in suite.checks:
+        for check in ordered:
+            if check.visibility != "public":
+                session.start_hidden()
             if check.function in static:
-                checks.append(_forbidden(check, sorted(static[check.function]), suite))
+                result = _forbidden(check, sorted(static[check.function]), suite)
             elif check.function in stopped:
                 first = stopped[check.function]
-                checks.append(_result(check, 0.0, first.status, f"not run: {check.function} already {first.status} "
-                                      f"in {first.name}", f"未运行：{check.function} 在 {first.name} 中已{first.status}"))
+                result = _result(check, 0.0, first.status, f"not run: {check.function} already {first.status} "
+                                 f"in {first.name}", f"未运行：{check.function} 在 {first.name} 中已{first.status}")
             else:
-                result = run_check(check, proxy, refs, suite)
+                result = run_check(check, proxy, refs, suite, names)
                 if result.status in ("timeout", "crashed"):
                     stopped[check.function] = result
-                checks.append(result)
+            results[check.name] = result
     finally:
         session.close()
+    checks = [results[c.name] for c in suite.checks]
     score = sum(c.score for c in checks)
     return SubmissionResult(student, suite.assignment, submission.filename, submission.sha256, score,
-                            suite.max_score, checks, output=session.output)
+                            suite.max_score, checks, output=session.output, staff_output=session.hidden_output)
 
 
-def run_check(check: Check, proxy, refs: dict, suite: Suite) -> CheckResult:
+def _defined_names(submission: Submission) -> set[str]:
+    """Names of the functions and classes the submission defines (to validate the worker's "in NAME")."""
+    return {node.name for node in ast.walk(submission.tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))} | {"<module>"}
+
+
+def run_check(check: Check, proxy, refs: dict, suite: Suite, names: set[str] | None = None) -> CheckResult:
+    """Run one check. For a hidden check, text the student's code controls is not repeated to the student: only
+    the exception's type when it is a built-in one, and "line N, in NAME" when NAME is one of `names`."""
     fixtures = {"student": proxy, "refs": refs}
+    public = check.visibility == "public"
     started = time.perf_counter()
     try:
         check.run(**{name: fixtures[name] for name in check.fixtures})
     except CheckFailed as e:
-        r = _diagnose(_result(check, 0.0, "failed", e.en, e.zh), e.diagnosis)
+        en, zh = (f"{e.en} {e.measured[0]}".strip(), f"{e.zh}{e.measured[1]}") if public else (e.en, e.zh)
+        r = _diagnose(_result(check, 0.0, "failed", en, zh), e.diagnosis)
     except ForbiddenAPIUsed as e:
         r = _forbidden(check, e.apis, suite)
     except SubmissionLoadError as e:
         status = "timeout" if e.type == "Timeout" else "crashed" if e.type == "Crash" else "error"
-        r = _result(check, 0.0, status, f"your file failed to run: {_summary(e)}", f"文件运行失败：{_summary(e)}")
+        r = _result(check, 0.0, status, f"your file failed to run: {_summary(e, True, names)}",
+                    f"文件运行失败：{_summary(e, True, names)}")
     except StudentError as e:
         if e.todo:
             r = _result(check, 0.0, "not_implemented", f"TODO({e.todo}) is not done yet", f"TODO({e.todo}) 还没有完成")
         else:
-            r = _result(check, 0.0, "error", f"your code raised {_summary(e)}", f"你的代码抛出了异常 {_summary(e)}")
+            said = _summary(e, public, names)
+            r = _result(check, 0.0, "error", f"your code raised {said}", f"你的代码抛出了异常 {said}")
             _diagnose(r, e.diagnosis)
     except WorkerTimeout as e:
         r = _result(check, 0.0, "timeout", f"timed out: {e} (an infinite loop?)", f"超时：{e}（是否有死循环？）")
@@ -96,7 +129,7 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite) -> CheckResult:
         raise
     except Exception as e:  # a bug in the check itself: never the student's fault, never fatal to the run
         log.exception("check %s raised", check.name)
-        r = _result(check, 0.0, "error", f"internal grader error in {check.name}: {type(e).__name__}: {e}; "
+        r = _result(check, 0.0, "error", f"internal grader error in {check.name}: {type(e).__name__}; "
                     "please report it to the course staff", f"评分程序内部错误（{check.name}），请联系课程助教")
     else:
         r = _result(check, check.points, "passed")
@@ -104,9 +137,20 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite) -> CheckResult:
     return r
 
 
-def _summary(e: StudentError) -> str:
-    where = f" ({e.where})" if e.where else ""
-    return f"{e.type}: {e.message[:300]}{where}"
+WHERE = re.compile(r"^line (\d{1,7}), in ([\w<>]{1,100})$")
+
+
+def _summary(e: StudentError, public: bool = True, names: set[str] | None = None) -> str:
+    """The student's exception in a few words. Public: type, message and where. Hidden: the type if it is a
+    built-in exception, the line and function if the function is the student's own; never the message."""
+    where = WHERE.match(e.where)
+    if public:
+        return f"{e.type}: {e.message[:300]}" + (f" ({e.where})" if where else "")
+    kind = e.type if isinstance(getattr(builtins, e.type, None), type) and \
+        issubclass(getattr(builtins, e.type), BaseException) else "an exception"
+    if where and (names is None or where.group(2) in names):
+        return f"{kind} (line {where.group(1)}, in {where.group(2)})"
+    return kind
 
 
 def _diagnose(result: CheckResult, diagnosis: Diagnosis | None) -> CheckResult:
@@ -115,8 +159,17 @@ def _diagnose(result: CheckResult, diagnosis: Diagnosis | None) -> CheckResult:
     return result
 
 
+def _why_forbidden(api: str, forbidden: dict[str, str]) -> str:
+    """The assignment's reason for `api`: its own entry, or the ``op:`` glob an aten operator matched."""
+    if api in forbidden:
+        return forbidden[api]
+    op = api.removeprefix("aten::").split(".")[0]
+    return next((why for name, why in forbidden.items()
+                 if name.startswith("op:") and fnmatch.fnmatchcase(op, name[3:])), "not allowed in this assignment")
+
+
 def _forbidden(check: Check, apis: list[str], suite: Suite) -> CheckResult:
-    why_en = "; ".join(f"{api}: {suite.forbidden.get(api, 'ready-made attention')}" for api in apis)
+    why_en = "; ".join(f"{api}: {_why_forbidden(api, suite.forbidden)}" for api in apis)
     result = _result(check, 0.0, "forbidden",
                      f"{check.function} uses a forbidden API ({why_en}); implement it yourself",
                      f"{check.function} 使用了禁止的现成 API（{', '.join(apis)}）；请自己实现")

@@ -3,6 +3,10 @@
 `student.causal_mask(4)` sends the call to the sandboxed worker and returns what came back, rebuilt as plain
 values. A worker that crashes, hangs or is killed is replaced for the next check, so one broken function cannot cost
 the points of another.
+
+Every reply is hostile input (the worker's harness shares a process with student code): `Session.request`
+validates its structure, caps every string (`MAX_TEXT`) and list, and keeps only what the checks compare
+themselves — the function's results. Nothing the worker says about itself decides a score.
 """
 from __future__ import annotations
 
@@ -10,15 +14,32 @@ import re
 import time
 from dataclasses import dataclass
 
-from autograder.sandbox import wire
+import torch
+
+from autograder.sandbox import forbid, wire
 from autograder.sandbox.client import Sandbox, Worker, WorkerCrashed, WorkerTimeout
 from autograder.sandbox.limits import Limits
 
 from .submission import Submission
 
 MAX_RESTARTS = 25  # a sanity cap: the runner already stops calling a function after it hung or crashed once
+MAX_TEXT = 2000   # characters kept of any string a worker sends (messages, type names, where)
+MAX_CELL_ERRORS = 20
 TODO = re.compile(r"TODO\((\w+)\)")
 WHERE = re.compile(r"\bin (\w+)$")  # the worker's "line 12, in causal_mask"
+REFUSAL = re.compile(r"^(\S{1,200}) " + re.escape(forbid.REFUSED))
+
+
+def text(value, cap: int = MAX_TEXT) -> str:
+    """A string from a worker: a str (anything else becomes ""), at most `cap` characters."""
+    return value[:cap] if isinstance(value, str) else ""
+
+
+def error_summary(value) -> dict:
+    """A worker's error description, validated: type, message and where, each a capped string."""
+    value = value if isinstance(value, dict) else {}
+    return {"type": text(value.get("type"), 100) or "Exception", "message": text(value.get("message")),
+            "where": text(value.get("where"), 200)}
 
 
 class StudentError(Exception):
@@ -28,9 +49,8 @@ class StudentError(Exception):
     diagnosis = None
 
     def __init__(self, error: dict):
-        self.type = str(error.get("type", "Exception"))
-        self.message = str(error.get("message", ""))
-        self.where = str(error.get("where", ""))
+        error = error_summary(error)
+        self.type, self.message, self.where = error["type"], error["message"], error["where"]
         super().__init__(f"{self.type}: {self.message}")
 
     @property
@@ -48,6 +68,8 @@ class SubmissionLoadError(StudentError):
 
 
 class ForbiddenAPIUsed(Exception):
+    """The student's code ran into a disabled API (the refusal's own error, raised where the student called it)."""
+
     def __init__(self, apis: list[str]):
         self.apis = apis
         super().__init__(", ".join(apis))
@@ -56,21 +78,28 @@ class ForbiddenAPIUsed(Exception):
 @dataclass
 class Reply:
     value: object
-    grads: object = None
-    args_after: object = None
+    grads: object = None   # a list with one entry (tensor or None) per requested input, or {"error": ...}
+    again: object = None   # the result of the second call on the same argument objects (`repeat=2`)
 
 
 class Session:
-    """One submission's live worker (respawned on demand) and the deadline for the whole submission."""
+    """One submission's live worker (respawned on demand) and the deadline for the whole submission.
 
-    def __init__(self, sandbox: Sandbox, submission: Submission, forbidden: list[str], limits: Limits):
-        self.sandbox, self.submission, self.forbidden, self.limits = sandbox, submission, forbidden, limits
+    Output is kept in two parts: what was printed while loading and during public checks (`output`, shown to the
+    student) and what was printed after `start_hidden()` (`hidden_output`, for staff only: hidden inputs must not
+    reach students through their own prints)."""
+
+    def __init__(self, sandbox: Sandbox, submission: Submission, limits: Limits):
+        self.sandbox, self.submission, self.limits = sandbox, submission, limits
         self.deadline = time.monotonic() + limits.total_seconds
         self.worker: Worker | None = None
         self.restarts = 0
         self.load_error: StudentError | None = None
         self.cell_errors: list[dict] = []  # notebook cells that raised while the notebook ran
         self.output = ""
+        self.hidden_output = ""
+        self.hidden = False
+        self._public_size = 0  # bytes of the current worker's output that belong to the public part
 
     def remaining(self, cap: float) -> float:
         left = self.deadline - time.monotonic()
@@ -88,54 +117,70 @@ class Session:
                 raise WorkerCrashed(f"the worker was restarted {MAX_RESTARTS} times; giving up on this submission")
             self.restarts += 1
         self.worker = self.sandbox.spawn()
+        self._public_size = 0
+        sub = self.submission
+        cells = [c.encode("utf-8") for c in sub.cells]
+        header = {"op": "load", "filename": sub.filename, "notebook": sub.notebook, "cells": [len(c) for c in cells]}
         try:
-            header, _ = self.worker.request(
-                {"op": "load", "source": self.submission.source, "filename": self.submission.filename,
-                 "notebook": self.submission.notebook, "cells": list(self.submission.cells),
-                 "forbidden": self.forbidden},
-                timeout=self.remaining(self.limits.load_seconds))
+            reply, _ = self.worker.request(header, [sub.source.encode("utf-8"), b"".join(cells)],
+                                           timeout=self.remaining(self.limits.load_seconds))
         except (WorkerTimeout, WorkerCrashed) as e:
             kind = "Timeout" if isinstance(e, WorkerTimeout) else "Crash"
             self.load_error = SubmissionLoadError({"type": kind, "message": f"while loading the file: {e}"})
             raise self.load_error from None
-        if not header.get("ok"):
+        if reply.get("ok") is not True:
             self.collect_output()
-            self.load_error = SubmissionLoadError(header.get("error", {}))
+            self.load_error = SubmissionLoadError(reply.get("error"))
             raise self.load_error
-        self.cell_errors = [e for e in header.get("cell_errors", []) if isinstance(e, dict)][:20]
+        errors = reply.get("cell_errors")
+        errors = errors[:MAX_CELL_ERRORS] if isinstance(errors, list) else []
+        self.cell_errors = [{"cell": e.get("cell") if type(e.get("cell")) is int else "?", **error_summary(e)}
+                            for e in errors if isinstance(e, dict)]
         return self.worker
 
     def request(self, header: dict, blobs: list[bytes]) -> Reply:
         worker = self._worker()
         reply, out = worker.request(header, blobs, timeout=self.remaining(self.limits.call_seconds))
-        if reply.get("forbidden"):
-            raise ForbiddenAPIUsed(list(reply["forbidden"]))
-        if not reply.get("ok"):
-            raise StudentError(reply.get("error", {}))
+        if reply.get("ok") is not True:
+            error = StudentError(reply.get("error"))
+            if refused := REFUSAL.match(error.message):
+                raise ForbiddenAPIUsed([refused.group(1)])
+            raise error
         try:
             value = wire.decode(reply.get("value"), out)
-        except wire.WireError as e:
+        except (wire.WireError, RecursionError) as e:
             worker.kill()
-            raise WorkerCrashed(f"invalid reply: {e}") from None
+            raise WorkerCrashed(f"invalid reply: {str(e)[:200]}") from None
         if not isinstance(value, dict):
             worker.kill()
             raise WorkerCrashed("invalid reply")
-        return Reply(value.get("result"), value.get("grads"), value.get("args_after"))
+        return Reply(value.get("result"), value.get("grads"), value.get("again"))
+
+    def start_hidden(self) -> None:
+        """From now on, what the submission prints is for staff only."""
+        if not self.hidden:
+            self.collect_output()
+            self.hidden = True
 
     def collect_output(self) -> None:
-        """Keep an excerpt of what the submission printed (asked from the live worker, if any)."""
+        """Add what the live worker printed since the last collection to the public or the hidden part."""
         if self.worker is None or self.worker.dead:
             return
+        offset = self._public_size if self.hidden else 0
         try:
-            header, _ = self.worker.request({"op": "output"}, timeout=2)
-            self.output = str(header.get("text", ""))[: self.limits.output_excerpt]
+            header, _ = self.worker.request({"op": "output", "offset": offset}, timeout=2)
         except (WorkerTimeout, WorkerCrashed):
-            pass
+            return
+        printed, size = text(header.get("text"), self.limits.output_excerpt), header.get("size")
+        if self.hidden:
+            self.hidden_output = (self.hidden_output + printed)[: self.limits.output_excerpt]
+        else:
+            self.output = printed
+            self._public_size = size if type(size) is int and size >= 0 else 0
 
     def close(self) -> None:
         self.collect_output()
-        cells = "".join(f"[cell {e.get('cell')}] {e.get('type')}: {str(e.get('message'))[:200]}\n"
-                        for e in self.cell_errors)
+        cells = "".join(f"[cell {e['cell']}] {e['type']}: {e['message'][:200]}\n" for e in self.cell_errors)
         self.output = (cells + self.output)[: self.limits.output_excerpt]
         if self.worker is not None:
             self.worker.kill()
@@ -168,16 +213,34 @@ class RemoteStudent:
             raise AttributeError(name)
         return lambda *args, **kwargs: _send(self._session, "call", name, args, kwargs).value
 
-    def call(self, name: str, *args, grad_of=(), grad_output: int = 0, return_args: bool = False, **kwargs) -> Reply:
-        """A call that can also backpropagate (into args `grad_of`) and return the args as they are afterwards."""
-        return _send(self._session, "call", name, args, kwargs, grad_of=list(grad_of), grad_output=grad_output,
-                     return_args=return_args)
+    def call(self, name: str, *args, grad_of=(), grad_output: int = 0, repeat: int = 1, **kwargs) -> Reply:
+        """A call that can also backpropagate (into args `grad_of`), or be made twice on the same argument objects
+        (`repeat=2`: `Reply.again`). Gradients come back validated: exactly one per `grad_of` entry, each None or
+        a tensor of that input's shape and dtype (else the reply is refused as invalid)."""
+        reply = _send(self._session, "call", name, args, kwargs, grad_of=list(grad_of), grad_output=grad_output,
+                      repeat=repeat)
+        if grad_of and not isinstance(reply.grads, dict):
+            reply.grads = _valid_grads(reply.grads, [args[i] for i in grad_of])
+        if grad_of and isinstance(reply.grads, dict):
+            reply.grads = {"error": error_summary(reply.grads.get("error"))}
+        return reply
 
     def new(self, name: str, *args, **kwargs) -> RemoteObject:
         handle = _send(self._session, "new", name, args, kwargs).value
         if not isinstance(handle, wire.Handle):
             raise StudentError({"type": "TypeError", "message": f"{name}(...) did not build an object"})
         return RemoteObject(self._session, handle)
+
+
+def _valid_grads(grads, inputs: list) -> list:
+    """One gradient per input, each None or a plain tensor of that input's shape and dtype; anything else is a
+    malformed reply (a short or padded list cannot make a missing gradient pass)."""
+    if not isinstance(grads, list) or len(grads) != len(inputs):
+        raise StudentError({"type": "InvalidReply", "message": "the gradients reply does not have one entry per input"})
+    for grad, x in zip(grads, inputs):
+        if grad is not None and (type(grad) is not torch.Tensor or grad.shape != x.shape or grad.dtype != x.dtype):
+            raise StudentError({"type": "InvalidReply", "message": "a gradient has the wrong type, shape or dtype"})
+    return grads
 
 
 def _send(session: Session, op: str, target, args: tuple, kwargs: dict, **options) -> Reply:

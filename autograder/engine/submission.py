@@ -8,6 +8,7 @@ import os
 import re
 import stat
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,18 +124,29 @@ def _defines(cell: str, names: set[str] | None) -> bool:
                                 for n in names)
 
 
+# ast.parse is not thread-safe in CPython 3.11: the AST-object constructor keeps one recursion counter per interpreter,
+# so two grading threads parsing at once (a garbage collection switching threads mid-parse) can fail with "SystemError:
+# AST constructor recursion depth mismatch" (python/cpython#106905; reproduced here). One parse at a time.
+PARSE_LOCK = threading.Lock()
+
+
 def _parsed(cell: str) -> list[ast.stmt]:
     try:
-        return ast.parse(cell).body
-    except (SyntaxError, ValueError):
+        with PARSE_LOCK:
+            return ast.parse(cell).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
 
 
 def _parse(source: str, name: str) -> ast.Module:
     try:
-        return ast.parse(source, name)  # parsing runs nothing; it finds syntax errors
+        with PARSE_LOCK:
+            return ast.parse(source, name)  # parsing runs nothing; it finds syntax errors
     except SyntaxError as e:
         raise SubmissionError(f"SyntaxError on line {e.lineno} of {name}: {e.msg}",
                               f"{name} 第 {e.lineno} 行有语法错误：{e.msg}") from None
     except ValueError as e:  # e.g. null bytes
         raise SubmissionError(f"{name} cannot be compiled: {e}", f"{name} 无法编译：{e}") from None
+    except (RecursionError, MemoryError):  # e.g. 200,000 unary minus signs in a row: CPython cannot compile it either
+        raise SubmissionError(f"{name} is nested too deeply to compile (an expression with thousands of levels)",
+                              f"{name} 嵌套层数过多，无法编译（某个表达式有成千上万层）") from None

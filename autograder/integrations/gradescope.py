@@ -40,14 +40,18 @@ def find_submission(folder: Path, names: tuple[str, ...]) -> Path | None:
 
 
 def results_for(root: Path, assignment: str, hidden_visibility: str) -> dict:
-    suite, _ = grading.suite_and_refs(assignment)
+    suite = grading.suite_for(assignment)
     path = find_submission(root / "submission", suite.submission_files)
     if path is None:
         names = " / ".join(suite.submission_files)
         result = ungradable("submission", suite, None, f"no submission found: upload {names}",
                             f"没有找到提交的文件：请上传 {names}")
     else:
-        result = grading.grade_path(path, "submission", assignment, secrets=[str(root)])
+        # hidden inputs per Gradescope user (the result itself is "submission"); the secret is source/course_secret,
+        # written by setup.sh when the image is built (or shipped in the zip), or $AUTOGRADER_COURSE_SECRET
+        seed = grading.seed_for(assignment, grading.gradescope_submitter(root) or "submission",
+                                shipped=root / "source" / "course_secret")
+        result = grading.grade_path(path, "submission", assignment, secrets=[str(root)], seed=seed)
     data = to_gradescope(result, hidden_visibility)
     data["output"] = (text.summary(result) + ("\n\n" + data["output"] if data["output"] else "")).strip()
     data["stdout_visibility"] = "hidden"

@@ -5,12 +5,14 @@ Gradescope's run_autograder). The wording of the result for those tools is in `t
 
 One Sandbox per process, started on first use (about 2 s) and closed at exit. Environment knobs (all optional):
 AUTOGRADER_LOAD_SECONDS, AUTOGRADER_CALL_SECONDS, AUTOGRADER_TOTAL_SECONDS (wall-clock limits), AUTOGRADER_MEMORY_MIB,
-and AUTOGRADER_ISOLATION=off to run without isolation (trusted code on your own machine only).
+AUTOGRADER_ISOLATION=off to run without isolation (trusted code on your own machine only), and
+AUTOGRADER_COURSE_SECRET, the course secret the hidden inputs are drawn from with the student's id (see `seed_for`).
 """
 from __future__ import annotations
 
 import atexit
 import dataclasses
+import json
 import logging
 import os
 import tempfile
@@ -18,7 +20,9 @@ import threading
 import time
 from pathlib import Path
 
+from autograder.assignments import spec
 from autograder.engine.checks import Suite, load_suite
+from autograder.engine.hidden_inputs import ENV as SECRET_ENV, course_secret, student_seed
 from autograder.engine.results import SubmissionResult
 from autograder.engine.runner import grade_file, ungradable
 from autograder.sandbox.client import Sandbox
@@ -31,7 +35,7 @@ LIMIT_KNOBS = {"AUTOGRADER_LOAD_SECONDS": "load_seconds", "AUTOGRADER_CALL_SECON
                "AUTOGRADER_TOTAL_SECONDS": "total_seconds"}
 _lock = threading.Lock()
 _sandbox: Sandbox | None = None
-_suites: dict[str, tuple[Suite, dict]] = {}
+_suites: dict[str, Suite] = {}
 
 
 def limits_from_env() -> Limits:
@@ -46,20 +50,41 @@ def isolate() -> bool:
     return os.environ.get("AUTOGRADER_ISOLATION", "required").lower() not in ("off", "0", "no", "false")
 
 
-def suite_and_refs(assignment: str) -> tuple[Suite, dict]:
+def suite_for(assignment: str) -> Suite:
     with _lock:
         if assignment not in _suites:
-            suite = load_suite(assignment)
-            _suites[assignment] = (suite, suite.references())
+            _suites[assignment] = load_suite(assignment)
         return _suites[assignment]
 
 
-def sandbox(secrets: list[str] = ()) -> Sandbox:
-    """The process-wide sandbox, started on first use; `secrets` count only on that first call."""
+def seed_for(assignment: str, student: str, course: Path | None = None, shipped: Path | None = None) -> int:
+    """The student's hidden-input seed, from the course secret: $AUTOGRADER_COURSE_SECRET when set; else the file
+    `course_secret` in `course`, a folder that outlives this run (nbgrader's course root), created there on first
+    use; else the file `shipped` when it exists (read only: `source/course_secret` of a Gradescope or otter
+    autograder folder, which the Gradescope setup.sh writes once per image, or which the instructor adds to the zip).
+    With none of these there is no place to keep a secret (e.g. `otter run` unpacks into a fresh temporary folder),
+    so the secret is derived from the assignment id: inputs still differ per student and a regrade reproduces them,
+    but anyone who reads this code can compute them."""
+    if os.environ.get(SECRET_ENV, "").strip():
+        secret = os.environ[SECRET_ENV].strip()
+    elif course is not None:
+        secret = course_secret(course)
+    elif shipped is not None and shipped.is_file() and shipped.read_text(encoding="utf-8").strip():
+        secret = shipped.read_text(encoding="utf-8").strip()
+    else:
+        log.warning("no course secret (%s, or a course_secret file): hidden inputs derived from the assignment id",
+                    SECRET_ENV)
+        secret = f"derived from the assignment id, not secret: {assignment}"
+    return student_seed(secret, assignment, student)
+
+
+def sandbox(secrets: list[str] = (), assignment: str = DEFAULT_ASSIGNMENT) -> Sandbox:
+    """The process-wide sandbox, started on first use; `secrets` and `assignment` count only on that first call."""
     global _sandbox
     with _lock:
         if _sandbox is None:
-            _sandbox = Sandbox(limits_from_env(), isolate=isolate(), secrets=[str(s) for s in secrets])
+            _sandbox = Sandbox(limits_from_env(), isolate=isolate(), secrets=[str(s) for s in secrets],
+                               forbidden=list(spec(assignment).FORBIDDEN))
             atexit.register(close)
         return _sandbox
 
@@ -73,12 +98,14 @@ def close() -> None:
 
 
 def grade_path(path: Path, student: str = "student", assignment: str = DEFAULT_ASSIGNMENT,
-               secrets: list[str] = ()) -> SubmissionResult:
-    """Grade one .py or .ipynb in the sandbox. Never raises: a grader failure is a 0-point result saying why."""
+               secrets: list[str] = (), seed: int | None = None, course: Path | None = None) -> SubmissionResult:
+    """Grade one .py or .ipynb in the sandbox, on the hidden inputs of `seed` (default: `seed_for(assignment,
+    student, course)`). Never raises: a grader failure is a 0-point result saying why."""
     started = time.perf_counter()
-    suite, refs = suite_and_refs(assignment)
+    suite = suite_for(assignment)
     try:
-        return grade_file(Path(path), student, suite, sandbox(secrets), limits_from_env(), refs)
+        refs = suite.references(seed if seed is not None else seed_for(assignment, student, course))
+        return grade_file(Path(path), student, suite, sandbox(secrets, assignment), limits_from_env(), refs)
     except Exception as e:  # sandbox unavailable, internal error: fail closed, with the reason
         log.exception("grading %s failed", path)
         return ungradable(student, suite, Path(path), f"the grader could not run: {type(e).__name__}: {e}",
@@ -86,9 +113,20 @@ def grade_path(path: Path, student: str = "student", assignment: str = DEFAULT_A
 
 
 def grade_text(text: str, filename: str, student: str = "student", assignment: str = DEFAULT_ASSIGNMENT,
-               secrets: list[str] = ()) -> SubmissionResult:
+               secrets: list[str] = (), seed: int | None = None, course: Path | None = None) -> SubmissionResult:
     """Grade a submission given as text (e.g. a notebook nbgrader has sanitized), through a private temp file."""
     with tempfile.TemporaryDirectory(prefix="autograder-submission-") as folder:
         path = Path(folder) / filename
         path.write_text(text, encoding="utf-8")
-        return grade_path(path, student, assignment, secrets)
+        return grade_path(path, student, assignment, secrets, seed, course)
+
+
+def gradescope_submitter(root: Path) -> str | None:
+    """Who submitted, from Gradescope's `submission_metadata.json` (the user ids, sorted, for a group), or None
+    (otter run writes `{}` there)."""
+    try:
+        users = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8")).get("users") or []
+        ids = sorted(str(u["id"]) for u in users if isinstance(u, dict) and u.get("id") is not None)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+    return "gradescope:" + ",".join(ids) if ids else None

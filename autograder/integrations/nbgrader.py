@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+from pathlib import Path
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
@@ -32,7 +33,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         assignment = self.assignment or info.get("assignment") or grading.DEFAULT_ASSIGNMENT
         student = info.get("student") or "student"
         notebook = f"{info.get('notebook') or 'submission'}.ipynb"
-        suite, _ = grading.suite_and_refs(assignment)
+        suite = grading.suite_for(assignment)
         points = text.functions(suite)
         present = {autograded_function(c) for c in nb.cells} - {None}
         for function in points:  # a deleted grade cell would record nothing: put it back, so it scores too
@@ -43,7 +44,9 @@ class GradeInSandbox(NbGraderPreprocessor):
                 cell.outputs = []
         source = _without_outputs(nb)
         self.log.info("Grading %s of %s in the sandbox", notebook, student)
-        result = grading.grade_text(source, notebook, student, assignment, secrets=[os.getcwd()])
+        # nbgrader runs in the course root: the course secret is kept there (course_secret, beside gradebook.db)
+        result = grading.grade_text(source, notebook, student, assignment, secrets=[os.getcwd()],
+                                    course=Path(os.getcwd()))
         self.log.info("%s: %s/%s (isolated engine)", student, text.num(result.score), text.num(result.max_score))
         for cell in nb.cells:
             function = autograded_function(cell)

@@ -50,7 +50,11 @@ class IsolatedGrader(AbstractOtterPlugin):
         path = Path(self.submission_path)
         root = path.parent.parent  # otter's autograder folder: source (tests), submission, results
         student = os.environ.get("AUTOGRADER_STUDENT", path.stem)
-        self.result = grading.grade_path(path, student, self.assignment, secrets=[str(root)])
+        # the secret: $AUTOGRADER_COURSE_SECRET, or a course_secret file added to the otter zip (source/); `otter run`
+        # unpacks into a fresh temporary folder, so nothing written there would survive for a regrade
+        seed = grading.seed_for(self.assignment, grading.gradescope_submitter(root) or student,
+                                shipped=root / "source" / "course_secret")
+        self.result = grading.grade_path(path, student, self.assignment, secrets=[str(root)], seed=seed)
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(REPLACEMENT_NOTE)])
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         return nb
@@ -59,7 +63,7 @@ class IsolatedGrader(AbstractOtterPlugin):
         if self.result is None:  # before_execution never ran: grade now, still in the sandbox
             self.before_execution(None)
         result = self.result
-        suite, _ = grading.suite_and_refs(self.assignment)
+        suite = grading.suite_for(self.assignment)
         results.clear_results()
         results._catastrophic_error = None  # otter's own run of the replacement notebook is not the submission
         for function in text.functions(suite):

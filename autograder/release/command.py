@@ -113,11 +113,11 @@ def build(root: Path, assignment: str) -> Release:
     out[f"{student}/manifest.json"] = manifest.student_manifest(spec.id, spec.version, student_files)
 
     solution_rel = f"{solutions}/{spec.module}"
-    npz, note = references.build(spec.id, out[solution_rel].decode("utf-8"), spec.root / solution_rel,
-                                 manifest.sha256(out[solution_rel]))
+    reference, note = references.build(spec.id, out[solution_rel].decode("utf-8"), spec.root / solution_rel,
+                                       manifest.sha256(out[solution_rel]))
     release.notes.append(note)
-    if npz is not None:
-        out[f"autograder/assignments/{spec.id}/references.npz"] = npz
+    if reference is not None:  # the grader computes each student's references from it (byte-identical)
+        reference = out[f"autograder/assignments/{spec.id}/{references.REFERENCE_SOLUTION}"] = out[solution_rel]
 
     out["nbgrader_config.py"] = notebook.nbgrader_config(source_only=_source_only(spec.root)).encode("utf-8")
     if suite is not None and nbs is not None:
@@ -128,7 +128,7 @@ def build(root: Path, assignment: str) -> Release:
             raise ReleaseError("leak guard: the otter student notebook would reveal the solution:\n  "
                                + "\n  ".join(problems))
         out.update(otter)
-        out.update(gradescope_bundle.build(spec.id, npz))
+        out.update(gradescope_bundle.build(spec.id, reference))
 
     sources = {spec.rel(p): p.read_bytes() for p in sorted(folder.iterdir())
                if p.is_file() and spec.rel(p) not in out}

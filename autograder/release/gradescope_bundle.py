@@ -1,8 +1,9 @@
 """dist/gradescope_autograder.zip: setup.sh, run_autograder and the grading part of this package as a source tree.
 
 The package tree holds what grading needs and nothing else: `autograder/{engine,sandbox,integrations}` (minus the
-nbgrader and otter plugins), the assignment's checks and the references computed by this very release. Its bytes
-come from the installed package, so editing the engine changes the zip and `autograder release --check` says so.
+nbgrader and otter plugins), the assignment's checks, cases and the reference solution written by this very release
+(the grader computes each student's references from it). Its bytes come from the installed package, so editing the
+engine changes the zip and `autograder release --check` says so.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from . import zips
 PACKAGE_PARTS = ("engine", "sandbox", "integrations")
 LEFT_OUT = {"integrations/nbgrader.py", "integrations/otter.py"}  # need nbgrader / otter, not installed there
 PINNED = ("numpy", "nbformat")  # torch is installed by setup.sh (CPU build)
+REFERENCE_SOLUTION = "reference_solution.py"
 
 SETUP = """\
 #!/usr/bin/env bash
@@ -49,6 +51,12 @@ else
     "$VENV/bin/python" -m pip install "torch=={torch}"
 fi
 "$VENV/bin/python" -m pip install "$SOURCE/package"
+
+# The course secret that makes every student's hidden inputs their own (and a regrade reproduce them): one per image,
+# unless you ship your own `course_secret` in this zip (it then stays the same when you upload a new zip).
+if [ ! -s "$SOURCE/course_secret" ]; then
+    (umask 077 && "$VENV/bin/python" -c "import secrets; print(secrets.token_hex(32))" > "$SOURCE/course_secret")
+fi
 "$VENV/bin/python" -c "import torch, autograder.integrations.gradescope; print('autograder ready, torch', torch.__version__)"
 """
 
@@ -90,14 +98,12 @@ dependencies = [{dependencies}]
 
 [tool.setuptools.packages.find]
 include = ["autograder*"]
-
-[tool.setuptools.package-data]
-"*" = ["*.npz"]
 """
 
 
-def package_files(assignment: str, references: bytes | None) -> dict[str, bytes]:
-    """Archive path -> bytes of the package tree (from the installed package; references from this release)."""
+def package_files(assignment: str, reference_solution: bytes | None) -> dict[str, bytes]:
+    """Archive path -> bytes of the package tree (from the installed package; the reference solution from this
+    release)."""
     import autograder
 
     base = Path(autograder.__file__).resolve().parent
@@ -110,15 +116,17 @@ def package_files(assignment: str, references: bytes | None) -> dict[str, bytes]
         rel = path.relative_to(base).as_posix()
         if rel not in LEFT_OUT:
             files[f"package/autograder/{rel}"] = path.read_bytes()
-    npz = references if references is not None else (base / "assignments" / assignment / "references.npz").read_bytes()
-    files[f"package/autograder/assignments/{assignment}/references.npz"] = npz
+    reference = f"package/autograder/assignments/{assignment}/{REFERENCE_SOLUTION}"
+    files.pop(reference, None)  # the one on disk may be stale: ship this release's
+    if reference_solution is not None:
+        files[reference] = reference_solution
     return files
 
 
-def build(assignment: str, references: bytes | None) -> dict[str, bytes]:
+def build(assignment: str, reference_solution: bytes | None) -> dict[str, bytes]:
     torch = metadata.version("torch").split("+")[0]
     deps = ", ".join(f'"{name}=={metadata.version(name)}"' for name in PINNED)
-    files = package_files(assignment, references)
+    files = package_files(assignment, reference_solution)
     files["package/pyproject.toml"] = PYPROJECT.format(version=metadata.version("autograder"),
                                                        dependencies=f'"torch=={torch}", {deps}').encode()
     files["setup.sh"] = SETUP.format(torch=torch).encode()

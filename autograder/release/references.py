@@ -1,17 +1,19 @@
-"""Hidden references: `autograder.assignments.<id>.cases.build_references(solution)` -> a deterministic .npz."""
+"""Hidden references: the release ships the clean solution beside the checks (`reference_solution.py`), from which
+the grader computes each student's references for that student's own inputs (`cases.build_references(solution,
+seed)`, see `autograder.engine.hidden_inputs`). Here the release checks that this works before writing anything."""
 from __future__ import annotations
 
 import importlib
-import io
-import re
 import sys
 import types
-import zipfile
 from pathlib import Path
+
+import torch
 
 from .errors import ReleaseError
 
-NAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+REFERENCE_SOLUTION = "reference_solution.py"
+SMOKE_SEEDS = (0, 1)
 
 
 def load_cases(assignment: str) -> types.ModuleType | None:
@@ -39,39 +41,27 @@ def import_solution(source: str, path: Path, digest: str) -> types.ModuleType:
     return module
 
 
-def npz_bytes(arrays: dict) -> bytes:
-    """A .npz (`numpy.load` reads it) whose bytes depend only on the arrays: sorted names, fixed dates, stored."""
-    import numpy as np
-    from numpy.lib import format as npy
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name in sorted(arrays):
-            if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-                raise ReleaseError(f"build_references: bad reference name {name!r}")
-            array = np.ascontiguousarray(np.asarray(arrays[name]))
-            if array.dtype.hasobject:
-                raise ReleaseError(f"build_references: {name!r} is an object array (not allowed)")
-            member = io.BytesIO()
-            npy.write_array(member, array, allow_pickle=False)
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.create_system, info.external_attr = 3, 0o644 << 16
-            archive.writestr(info, member.getvalue(), compress_type=zipfile.ZIP_STORED)
-    return buffer.getvalue()
-
-
 def build(assignment: str, solution_source: str, solution_path: Path, digest: str) -> tuple[bytes | None, str]:
-    """(npz bytes or None, a one-line message for the summary)."""
+    """(the reference solution's bytes, or None when the assignment has no cases; a one-line note for the summary).
+    The bytes are the clean solution's; `build_references` must give the same references twice for a seed and
+    different inputs for two seeds."""
     cases = load_cases(assignment)
     if cases is None:
         return None, f"autograder.assignments.{assignment}.cases not found: hidden references skipped"
     if not callable(getattr(cases, "build_references", None)):
-        return None, f"{cases.__name__} has no build_references(solution): hidden references skipped"
+        return None, f"{cases.__name__} has no build_references(solution, seed): hidden references skipped"
     solution = import_solution(solution_source, solution_path, digest)
     try:
-        arrays = cases.build_references(solution)
+        first, other = (cases.build_references(solution, seed) for seed in SMOKE_SEEDS)
+        again = cases.build_references(solution, SMOKE_SEEDS[0])
     finally:
         sys.modules.pop(solution.__name__, None)
-    if not isinstance(arrays, dict) or not arrays:
-        raise ReleaseError("build_references(solution) must return a non-empty dict[str, numpy.ndarray]")
-    return npz_bytes(arrays), f"hidden references: {len(arrays)} arrays from {cases.__name__}"
+    for refs in (first, other, again):
+        if not isinstance(refs, dict) or not refs or not all(isinstance(t, torch.Tensor) for t in refs.values()):
+            raise ReleaseError("build_references(solution, seed) must return a non-empty dict[str, torch.Tensor]")
+    if first.keys() != again.keys() or not all(torch.equal(first[k], again[k]) for k in first):
+        raise ReleaseError("build_references(solution, seed) is not deterministic: two calls with one seed differ")
+    if first.keys() != other.keys() or all(torch.equal(first[k], other[k]) for k in first):
+        raise ReleaseError("build_references(solution, seed) ignores the seed: every student would get the same inputs")
+    return solution_source.encode("utf-8"), (f"hidden references: {len(first)} tensors per student from "
+                                             f"{cases.__name__}, computed at grading time from {REFERENCE_SOLUTION}")

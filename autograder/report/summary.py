@@ -9,10 +9,11 @@ from rich.table import Table
 from autograder.engine.checks import Suite
 from autograder.engine.results import SubmissionResult
 
-from .render import num
+from .render import num, terminal_text
 
 
 def print_summary(suite: Suite, results: list[SubmissionResult], stats: dict, paths: dict[str, Path]) -> None:
+    """One row per student; ids and messages (the students' words) through `terminal_text`."""
     table = Table(title=f"{suite.assignment}: {len(results)} submissions")
     for column in ("student", "score", "passed", "problems"):
         table.add_column(column, justify="right" if column == "score" else "left")
@@ -26,8 +27,9 @@ def print_summary(suite: Suite, results: list[SubmissionResult], stats: dict, pa
                 if c.status != "passed":
                     counts[c.status] = counts.get(c.status, 0) + 1
             problems = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        table.add_row(r.student, f"{num(r.score)}/{num(r.max_score)}", f"{passed}/{len(r.checks)}", problems)
-    console = Console()
+        table.add_row(terminal_text(r.student), f"{num(r.score)}/{num(r.max_score)}", f"{passed}/{len(r.checks)}",
+                      terminal_text(problems))
+    console = Console(highlight=False)
     console.print(table)
     per = stats["seconds"] / stats["graded"] if stats.get("graded") else 0.0
     console.print(f"graded {stats.get('graded', 0)}, kept {stats.get('skipped', 0)} unchanged "
@@ -36,4 +38,4 @@ def print_summary(suite: Suite, results: list[SubmissionResult], stats: dict, pa
         console.print(f"largest worker: {stats['worker_peak_bytes'] / 2**20:.0f} MiB of its own memory "
                       f"(cap {stats['worker_cap_bytes'] / 2**20:.0f} MiB)")
     for name, path in paths.items():
-        console.print(f"{name}: {path}")
+        console.print(f"{name}: {path}", markup=False)

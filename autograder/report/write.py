@@ -9,7 +9,7 @@ from autograder.engine.checks import Suite
 from autograder.engine.results import SubmissionResult, to_gradescope
 
 from .class_report import class_report_html
-from .render import ENV, code_fence, num
+from .render import ENV, code_fence, csv_cell, file_stem, num
 
 STATUS_ICON = {"passed": "✅", "failed": "❌", "error": "💥", "not_implemented": "📝", "timeout": "⏱️",
                "crashed": "💥", "forbidden": "🚫", "not_graded": "—"}
@@ -30,23 +30,28 @@ def write_outputs(out: Path, suite: Suite, results: list[SubmissionResult], stat
 
 
 def write_student(out: Path, result: SubmissionResult) -> None:
-    """feedback/<student>.md and .html, results/<student>.json (Gradescope format)."""
+    """feedback/<stem>.md and .html, results/<stem>.json (Gradescope format); <stem> = `file_stem(student)`, so no
+    id can name a file outside those folders."""
     for folder in ("feedback", "results"):
         (out / folder).mkdir(parents=True, exist_ok=True)
-    _write(out / "feedback" / f"{result.student}.md", feedback("feedback.md.j2", result))
-    _write(out / "feedback" / f"{result.student}.html", feedback("feedback.html.j2", result))
-    _write(out / "results" / f"{result.student}.json",
+    stem = file_stem(result.student)
+    _write(out / "feedback" / f"{stem}.md", feedback("feedback.md.j2", result))
+    _write(out / "feedback" / f"{stem}.html", feedback("feedback.html.j2", result))
+    _write(out / "results" / f"{stem}.json",
            json.dumps(to_gradescope(result), ensure_ascii=False, indent=2) + "\n")
 
 
 def write_grades_csv(path: Path, suite: Suite, results: list[SubmissionResult]) -> None:
+    """One row per student, RFC 4180 (CRLF rows; a field holding CR, LF, a comma or a quote is quoted), text cells
+    through `csv_cell` so no id is read as a formula."""
     names = [c.name for c in suite.checks]
     with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(["student", "score", "max_score", *names])
+        writer = csv.writer(f, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
+        writer.writerow([csv_cell(h) for h in ("student", "score", "max_score", *names)])
         for r in sorted(results, key=lambda r: r.student):
             earned = {c.name: c.score for c in r.checks}
-            writer.writerow([r.student, num(r.score), num(r.max_score), *(num(earned.get(n, 0.0)) for n in names)])
+            writer.writerow([csv_cell(r.student), num(r.score), num(r.max_score),
+                             *(num(earned.get(n, 0.0)) for n in names)])
 
 
 def feedback(template: str, result: SubmissionResult) -> str:

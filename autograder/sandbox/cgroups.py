@@ -1,4 +1,7 @@
-"""Per-worker cgroups (grader side): the real memory cap, a process cap, and killing every descendant.
+"""Per-worker cgroups (grader side): the real memory cap, a process cap, a CPU cap, and killing every descendant.
+
+The CPU cap (`cpus` cores of CPU time per slot: CFS quota) keeps one submission, however many processes it
+starts, from taking the CPU its neighbours are graded on.
 
 cgroup v1 (separate memory and pids hierarchies) and v2 (unified) are both handled. Job groups are created under
 the grader's own cgroup, so nested containers work. `available()` says whether the real cap can be had here.
@@ -30,9 +33,11 @@ def _layout() -> tuple[str, dict[str, Path]] | None:
             return "v2", {"unified": ROOT / path.lstrip("/")}
         return None
     dirs = {}
-    for controller in ("memory", "pids"):
+    for controller in ("memory", "pids", "cpu"):
         path = _own_path(controller)
         if path is None or not (ROOT / controller).is_dir():
+            if controller == "cpu":
+                continue  # optional: without it there is no CPU cap (said by `cpu_capped`)
             return None
         dirs[controller] = ROOT / controller / path.lstrip("/")
     return "v1", dirs
@@ -67,7 +72,7 @@ class JobGroup:
     """A worker slot's cgroup(s), reused from one worker to the next: `add(pid)` before the worker runs,
     `signal_all()` to kill it and every descendant, `drain()` until they are gone, `remove()` at the end."""
 
-    def __init__(self, name: str, memory_bytes: int, processes: int):
+    def __init__(self, name: str, memory_bytes: int, processes: int, cpus: float = 1.0):
         version, bases = _layout()
         self.version = version
         self.dirs = {}
@@ -75,15 +80,28 @@ class JobGroup:
             d = base / "autograder" / name
             d.mkdir(parents=True, exist_ok=True)
             self.dirs[controller] = d
+        period = 100_000
+        quota = max(1000, int(cpus * period))
+        self.cpu_capped = False
         if version == "v1":
             (self.dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
             (self.dirs["pids"] / "pids.max").write_text(str(processes))
+            if "cpu" in self.dirs:
+                (self.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(period))
+                (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(quota))
+                self.cpu_capped = True
         else:
             parent = self.dirs["unified"].parent
             (parent / "cgroup.subtree_control").write_text("+memory +pids")
             (self.dirs["unified"] / "memory.max").write_text(str(memory_bytes))
             (self.dirs["unified"] / "memory.swap.max").write_text("0")
             (self.dirs["unified"] / "pids.max").write_text(str(processes))
+            try:
+                (parent / "cgroup.subtree_control").write_text("+cpu")
+                (self.dirs["unified"] / "cpu.max").write_text(f"{quota} {period}")
+                self.cpu_capped = True
+            except OSError:
+                pass  # no cpu controller delegated here
         self.baseline = self._memory_events()
 
     @classmethod

@@ -1,6 +1,6 @@
 """Grader side of the sandbox: start the zygote, spawn confined workers, talk to them, kill them.
 
-    with Sandbox(limits, isolate=True, secrets=[...]) as sandbox:
+    with Sandbox(limits, isolate=True, secrets=[...], forbidden=[...]) as sandbox:
         worker = sandbox.spawn()        # a fresh fork, confined, in its own cgroup
         reply, blobs = worker.request({"op": "load", ...}, timeout=limits.load_seconds)
         worker.kill()                   # the worker and every process it started
@@ -17,13 +17,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from . import cgroups, frames
 from .limits import Limits
+from .uids import UidBlock
 
 _SANDBOXES = itertools.count()
-FIRST_UID = 61000  # job uids: FIRST_UID + slot; one per concurrent worker so workers cannot signal each other
 
 
 class SandboxUnavailable(RuntimeError):
@@ -48,9 +49,22 @@ def isolation_problem() -> str | None:
     return cgroups.available()
 
 
+def code_copy() -> tempfile.TemporaryDirectory:
+    """A private copy of this package (the sandbox side only), from which the zygote runs: its modules, code objects
+    and tracebacks then name a throw-away folder, never the grader's installation."""
+    folder = tempfile.TemporaryDirectory(prefix="autograder-zygote-")
+    target = Path(folder.name) / "sandbox"
+    target.mkdir()
+    for source in Path(__file__).resolve().parent.glob("*.py"):
+        (target / source.name).write_bytes(source.read_bytes())
+    os.chmod(folder.name, 0o755)
+    return folder
+
+
 class Sandbox:
-    def __init__(self, limits: Limits = Limits(), isolate: bool = True, secrets: list[str] = (), slots: int = 8):
-        self.limits, self.isolate = limits, isolate
+    def __init__(self, limits: Limits = Limits(), isolate: bool = True, secrets: list[str] = (), slots: int = 8, *,
+                 forbidden: list[str]):
+        self.limits, self.isolate, self.forbidden = limits, isolate, sorted(forbidden)
         if isolate and (problem := isolation_problem()):
             raise SandboxUnavailable(f"cannot isolate student code: {problem}. "
                                      "Use --no-sandbox only for trusted code on your own machine.")
@@ -61,24 +75,28 @@ class Sandbox:
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "MPLBACKEND": "Agg", "AUTOGRADER_GRADING": "1",
                "MPLCONFIGDIR": "/tmp", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
                **{k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")}}
+        self._code = code_copy()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder.sandbox.zygote", str(child_end.fileno())],
-            pass_fds=[child_end.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
+            [sys.executable, "-s", "-m", "sandbox.zygote", str(child_end.fileno())],
+            pass_fds=[child_end.fileno()], env=env, cwd=self._code.name, stdin=subprocess.DEVNULL,
             stdout=self._log, stderr=self._log, start_new_session=True,
         )
         child_end.close()
         package_dir = str(Path(__file__).resolve().parent.parent)
-        config = {"isolate": isolate, "limits": limits.to_json(),
-                  "secrets": sorted({package_dir, str(Path(package_dir).parent), *map(str, secrets)})}
+        config = {"isolate": isolate, "limits": limits.to_json(), "forbidden": self.forbidden,
+                  "secrets": sorted({package_dir, str(Path(package_dir).parent), self._code.name,
+                                     *map(str, secrets)})}
         self._ctl.sendall(json.dumps(config).encode())
         self._ready = False
         self._lock = threading.Lock()
-        self._slots: queue.Queue[tuple[int, cgroups.JobGroup | None]] = queue.Queue()  # (uid, cgroup) per worker
+        self._uids = UidBlock.claim() if isolate else None  # a fresh uid per worker, shared with no other run
+        self._slots: queue.Queue[cgroups.JobGroup | None] = queue.Queue()  # a cgroup per concurrent worker
         run = next(_SANDBOXES)  # group names are unique per sandbox, also within one process
-        self._groups = [cgroups.JobGroup(f"{os.getpid()}-{run}-{n}", limits.memory_bytes, limits.processes)
+        self._groups = [cgroups.JobGroup(f"{os.getpid()}-{run}-{n}", limits.memory_bytes, limits.processes,
+                                          limits.cpus)
                         if isolate else None for n in range(slots)]
-        for n, group in enumerate(self._groups):
-            self._slots.put((FIRST_UID + n, group))
+        for group in self._groups:
+            self._slots.put(group)
         self._cleanup: queue.Queue = queue.Queue()
         self._cleaner = threading.Thread(target=self._clean_up_killed, name="sandbox-cleanup", daemon=True)
         self._cleaner.start()
@@ -99,6 +117,9 @@ class Sandbox:
                 reply = b""
             if not reply:
                 raise SandboxUnavailable(f"the sandbox template process did not start: {self._zygote_log()}")
+            available = json.loads(reply).get("available")
+            if available != []:
+                raise SandboxUnavailable(f"forbidden APIs are still available in the sandbox: {available}")
             self._ready = True
 
     def _zygote_log(self) -> str:
@@ -122,8 +143,8 @@ class Sandbox:
         """Background: fork the next worker as soon as a slot is free, so no submission waits for a fork."""
         try:
             self.wait_ready()
-            while (slot := self._slots.get()) is not None:
-                self._ready_workers.put(self._fork_worker(*slot))
+            while (group := self._slots.get()) is not None:
+                self._ready_workers.put(self._fork_worker(self._uids.next() if self._uids else os.getuid(), group))
         except BaseException as e:  # handed to whoever asks for a worker next
             self._failure = e
             self._ready_workers.put(e)
@@ -145,7 +166,7 @@ class Sandbox:
                 group.add(pid)
         except BaseException:
             parent_end.close()
-            self._cleanup.put((uid, group))
+            self._cleanup.put(group)
             raise
         finally:
             child_end.close()
@@ -159,10 +180,10 @@ class Sandbox:
 
     def _clean_up_killed(self) -> None:
         """Background: wait until a killed worker's group is empty, then give its slot to the next worker."""
-        while (slot := self._cleanup.get()) is not None:
-            if slot[1] is not None:
-                slot[1].drain()
-            self._slots.put(slot)
+        while (group := self._cleanup.get()) is not False:
+            if group is not None:
+                group.drain()
+            self._slots.put(group)
 
     def peak_worker_memory(self) -> int | None:
         """The most memory one worker has used so far, in bytes, from the per-slot cgroups (None without them).
@@ -177,7 +198,7 @@ class Sandbox:
             item = self._ready_workers.get()
             if isinstance(item, Worker):
                 item.kill()
-        self._cleanup.put(None)
+        self._cleanup.put(False)
         self._cleaner.join()
         for group in self._groups:
             if group is not None:
@@ -189,6 +210,9 @@ class Sandbox:
             os.killpg(self._proc.pid, signal.SIGKILL)
             self._proc.wait()
         self._log.close()
+        self._code.cleanup()
+        if self._uids is not None:
+            self._uids.release()
 
     def __enter__(self):
         return self
@@ -209,17 +233,21 @@ class Worker:
         header, _ = self.request(None, timeout=30)
         if not header.get("ok"):
             self.kill()
-            raise SandboxUnavailable(f"worker could not confine itself: {header.get('error')}")
+            raise SandboxUnavailable(f"worker could not confine itself: {str(header.get('error'))[:500]}")
+        if header.get("available") != []:  # the canary, checked before any student code runs in this worker
+            self.kill()
+            raise SandboxUnavailable(f"forbidden APIs are available in a worker: {str(header.get('available'))[:500]}")
 
     def request(self, header: dict | None, blobs: list[bytes] = (), timeout: float = 10.0):
-        """Send a request (None: only read) and return the validated reply frame."""
+        """Send a request (None: only read) and return the reply frame, all within `timeout` seconds of wall clock
+        for the whole exchange (a worker that trickles bytes is killed at the deadline like one that hangs)."""
         if self.dead:
             raise WorkerCrashed("the worker is no longer running")
-        self.sock.settimeout(timeout)
+        deadline = time.monotonic() + timeout
         try:
             if header is not None:
-                frames.send(self.sock, header, blobs)
-            return frames.recv(self.sock, self.sandbox.limits.reply_bytes)
+                frames.send(self.sock, header, blobs, deadline=deadline)
+            return frames.recv(self.sock, self.sandbox.limits.reply_bytes, deadline=deadline)
         except socket.timeout:
             self.kill()
             raise WorkerTimeout(f"no answer within {timeout:g} s") from None
@@ -248,4 +276,4 @@ class Worker:
                 os.killpg(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self.sandbox._cleanup.put((self.uid, self.group))
+        self.sandbox._cleanup.put(self.group)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, asdict
 class Limits:
     memory_bytes: int = 2 << 30      # real cap: the job's memory cgroup
     cpu_seconds: int = 60            # RLIMIT_CPU for the worker and each descendant
+    cpus: float = 1.0                # CPU time per worker, all its processes together (cgroup CFS quota), in cores
     processes: int = 32              # RLIMIT_NPROC for the job's own uid, and the cgroup's pids.max
     file_bytes: int = 1 << 20        # RLIMIT_FSIZE: the largest file (and captured output) a worker can write
     tmp_bytes: int = 64 << 20        # size of the private /tmp tmpfs

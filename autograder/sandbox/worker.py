@@ -6,11 +6,8 @@ validates every reply, and the worker holds nothing worth stealing (inputs only,
 from __future__ import annotations
 
 import builtins
-import fnmatch
-import functools
 import io
 import os
-import re
 import socket
 import sys
 import time
@@ -18,74 +15,26 @@ import traceback
 import types
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from . import frames, wire
 
-SUBMISSION_NAME = "attention_submission"
+SUBMISSION_NAME = "submission"
+
 
 class Worker:
     def __init__(self, sock: socket.socket, output_excerpt: int):
         self.sock = sock
         self.module: types.ModuleType | None = None
+        self.filename = ""
         self.handles: dict[int, object] = {}
-        self.used_forbidden: list[str] = []
-        self.op_patterns: list[str] = []
-        self.blocked_ops = None  # the torch.library.Library whose kernels refuse forbidden aten ops
         self.output_excerpt = output_excerpt
         self.output_path: str | None = None  # where fd 1 and 2 go, once redirect_output has run
-
-    # -- setup -------------------------------------------------------------------------------------------------
-    def watch_forbidden(self, names: list[str]) -> None:
-        """Record every use of a forbidden API. Python names (``"torch.nn.functional.scaled_dot_product_attention"``)
-        are wrapped; op patterns (``"op:*scaled_dot_product*"``) are matched on every torch function called
-        during a call (see OpRecorder), and from the first graded call on, the aten operators they match refuse to
-        run (see `block_aten_ops`), so `torch.ops.aten...` reached through getattr tricks, with torch-function
-        handling disabled, is caught too. Loading is not watched: the handout allows the ready-made API outside the
-        graded functions (e.g. a self-check at import)."""
-        import importlib
-
-        self.op_patterns = [n for n in names if n.startswith("op:")]
-        for qualname in (n for n in names if not n.startswith("op:")):
-            owner_name, _, attr = qualname.rpartition(".")
-            try:
-                owner = importlib.import_module(owner_name)
-            except ImportError:
-                continue
-            original = getattr(owner, attr, None)
-            if original is None:
-                continue
-            if isinstance(original, type):
-                recorder = self._recording_class(original, qualname)
-            else:
-                recorder = self._recording_function(original, qualname)
-            setattr(owner, attr, recorder)
-
-    def _recording_function(self, original, qualname):
-        used = self.used_forbidden
-
-        def recorder(*args, **kwargs):
-            used.append(qualname)
-            return original(*args, **kwargs)
-
-        recorder.__name__ = getattr(original, "__name__", "forbidden")
-        return recorder
-
-    def _recording_class(self, original, qualname):
-        used = self.used_forbidden
-
-        class Recorder(original):
-            def __init__(self, *args, **kwargs):
-                used.append(qualname)
-                super().__init__(*args, **kwargs)
-
-        Recorder.__name__ = Recorder.__qualname__ = original.__name__
-        return Recorder
 
     def load(self, source: str, filename: str, notebook: bool, cells: list[str] | None = None) -> dict:
         """Run the submission as a module. A .py file must import cleanly; a notebook runs like "Run All" with
         errors allowed: a cell that raises (an unfinished TODO called by a demo cell) is reported and the next
         cell still runs, so one unfinished function does not hide the others."""
+        self.filename = filename
         module = types.ModuleType(SUBMISSION_NAME)
         module.__file__ = "/submission/" + filename
         if notebook:
@@ -99,8 +48,8 @@ class Worker:
                 exec(compile(block, filename, "exec", dont_inherit=True), module.__dict__)
             except BaseException as e:  # SystemExit and KeyboardInterrupt included
                 if number is None:
-                    return {"ok": False, "error": describe(e)}
-                cell_errors.append({"cell": number, **describe(e)})
+                    return {"ok": False, "error": describe(e, filename)}
+                cell_errors.append({"cell": number, **describe(e, filename)})
         self.module = module
         names = [n for n, v in module.__dict__.items() if callable(v) and not n.startswith("_")]
         return {"ok": True, "names": sorted(names), "cell_errors": cell_errors[:20],
@@ -118,34 +67,33 @@ class Worker:
 
     def handle(self, header: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         op = header.get("op")
-        if op == "load":
-            self.watch_forbidden(header.get("forbidden", []))
-            return self.load(header["source"], header["filename"], header.get("notebook", False),
-                             header.get("cells")), []
+        if op == "load":  # blobs: the source, and a notebook's cells end to end (sizes in "cells"): never in JSON
+            source, cells = blobs[0].decode("utf-8", "replace"), []
+            if len(blobs) > 1:
+                offsets = [0]
+                for size in header.get("cells", []):
+                    offsets.append(offsets[-1] + size)
+                cells = [blobs[1][a:b].decode("utf-8", "replace") for a, b in zip(offsets, offsets[1:])]
+            return self.load(source, header["filename"], header.get("notebook", False), cells), []
         if op == "output":
-            return self.output(), []
+            return self.output(int(header.get("offset", 0))), []
         if self.module is None:
             return {"ok": False, "error": {"type": "NotLoaded", "message": "submission not loaded"}}, []
-        del self.used_forbidden[:]
-        if self.blocked_ops is None and op in ("call", "new"):
-            self.blocked_ops = block_aten_ops(self.op_patterns, self.used_forbidden)
         try:
             args = wire.decode(header.get("args", {"list": []}), blobs)
             kwargs = wire.decode(header.get("kwargs", {"dict": {}}), blobs)
             if op == "call":
-                with OpRecorder(self.op_patterns, self.used_forbidden):
-                    result, extra = self.call(header, args, kwargs)
+                result, extra = self.call(header, args, kwargs)
             elif op == "new":
-                with OpRecorder(self.op_patterns, self.used_forbidden):
-                    result, extra = self.new(header["target"], args, kwargs), {}
+                result, extra = self.new(header["target"], args, kwargs), {}
             elif op == "set_params":
                 result, extra = self.set_params(header["handle"], kwargs), {}
             else:
                 return {"ok": False, "error": {"type": "BadRequest", "message": f"unknown op {op!r}"}}, []
         except BaseException as e:
-            return {"ok": False, "error": describe(e), "forbidden": sorted(set(self.used_forbidden))}, []
+            return {"ok": False, "error": describe(e, self.filename)}, []
         tree, out_blobs = wire.encode({"result": result, **extra})
-        return {"ok": True, "value": tree, "forbidden": sorted(set(self.used_forbidden))}, out_blobs
+        return {"ok": True, "value": tree}, out_blobs
 
     def resolve(self, target):
         if isinstance(target, dict):  # {"handle": n, "method": name}
@@ -157,14 +105,16 @@ class Worker:
         return value
 
     def call(self, header: dict, args: list, kwargs: dict):
+        """Call the target; with ``repeat: 2`` call it again on the very same argument objects (``again``): a
+        function that modifies its inputs shows it in its own second result, which the grader compares."""
         fn = self.resolve(header["target"])
         grad_of = header.get("grad_of") or []
         for i in grad_of:
             args[i].requires_grad_(True)
         result = fn(*args, **kwargs)
         extra = {}
-        if header.get("return_args"):
-            extra["args_after"] = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+        if header.get("repeat") == 2:
+            extra["again"] = fn(*args, **kwargs)
         if grad_of:
             extra["grads"] = self.gradients(result, header.get("grad_output", 0), args, grad_of)
         if isinstance(result, torch.nn.Module):
@@ -180,7 +130,7 @@ class Worker:
             weight = wire.grad_ramp(out.shape, out.dtype)
             (out * weight).sum().backward()
         except Exception as e:
-            return {"error": describe(e)}
+            return {"error": describe(e, self.filename)}
         return [args[i].grad for i in grad_of]
 
     def new(self, target: str, args: list, kwargs: dict):
@@ -198,12 +148,14 @@ class Worker:
                 param.copy_(value)
         return None
 
-    def output(self) -> dict:
+    def output(self, offset: int = 0) -> dict:
+        """What the submission printed from byte `offset` on (an excerpt) and the total size so far."""
         sys.stdout.flush(), sys.stderr.flush()
         try:
             if self.output_path is None:
                 raise OSError("output not captured")
             with open(self.output_path, "rb") as f:
+                f.seek(max(0, offset))
                 data = f.read(self.output_excerpt * 4)
                 size = os.fstat(f.fileno()).st_size
         except OSError:
@@ -211,74 +163,16 @@ class Worker:
         return {"ok": True, "text": data.decode("utf-8", "replace")[: self.output_excerpt], "size": size}
 
 
-KERNEL_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CPU")
-
-
-@functools.cache
-def aten_op_lines() -> str:
-    """Every registered aten operator as one ``name.overload`` per line (built once, in the zygote, before workers
-    are forked: a single regex search over it is much cheaper than a loop over ~3000 names in every worker)."""
-    return "\n".join(n[len("aten::"):] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
-
-
-def _glob_lines(glob: str) -> re.Pattern:
-    """``*scaled_dot_product*`` -> matches whole lines whose operator name (before any ``.overload``) fits the glob
-    (wildcards ``*`` and ``?``)."""
-    name = "".join("[^\n.]*" if c == "*" else "[^\n.]" if c == "?" else re.escape(c) for c in glob)
-    return re.compile(rf"^{name}(?:\.[^\n]*)?$", re.M)
-
-
-def block_aten_ops(patterns: list[str], used: list[str]):
-    """In the dispatcher, below every Python-level hook, replace the CPU kernels of each aten operator whose name
-    matches an ``op:`` pattern by one that records the use and raises. No torch-function or dispatch mode switch
-    bypasses it, and the original kernels are not reachable from Python. Returns the `torch.library.Library`
-    holding the registrations (they last as long as it does: this worker's lifetime)."""
-    import warnings
-
-    library = torch.library.Library("aten", "IMPL")
-    for pattern in patterns:
-        for name in _glob_lines(pattern.removeprefix("op:")).findall(aten_op_lines()):
-            for key in KERNEL_KEYS:
-                if torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, key):
-                    with warnings.catch_warnings():  # "overriding a previously registered kernel": the point
-                        warnings.simplefilter("ignore")
-                        library.impl(name, _refusing_kernel("aten::" + name, pattern, used), key)
-    return library
-
-
-def _refusing_kernel(qualified: str, pattern: str, used: list[str]):
-    def refuse(*args, **kwargs):
-        used.append(pattern)
-        raise RuntimeError(f"{qualified} is not allowed in this assignment: implement it yourself")
-
-    return refuse
-
-
-class OpRecorder(TorchFunctionMode):
-    """While active, records which `op:` patterns (``"op:*scaled_dot_product*"``) the torch functions called match.
-    Torch-function modes see every torch API call from Python, `torch.ops.aten...` through getattr included."""
-
-    def __init__(self, patterns: list[str], used: list[str]):
-        super().__init__()
-        self.patterns, self.used = [p.removeprefix("op:") for p in patterns], used
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "") or ""
-        for pattern in self.patterns:
-            if fnmatch.fnmatchcase(name, pattern):
-                self.used.append("op:" + pattern)
-        return func(*args, **(kwargs or {}))
-
-
 def _quiet(*args, **kwargs):
     return None
 
 
-def describe(e: BaseException) -> dict:
-    """A short, safe summary of an exception raised by student code: type, message, the submission's line."""
+def describe(e: BaseException, filename: str) -> dict:
+    """A short summary of an exception raised by student code: type, message, the submission's line (the grader
+    re-validates and caps all of it: this runs beside student code)."""
     where = ""
     for frame in reversed(traceback.extract_tb(e.__traceback__)):
-        if frame.filename in ("attention.py", "attention.ipynb") or frame.filename.startswith("/submission/"):
+        if frame.filename == filename or frame.filename.startswith("/submission/"):
             where = f"line {frame.lineno}, in {frame.name}"
             break
     try:

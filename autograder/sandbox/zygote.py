@@ -1,10 +1,12 @@
 """The zygote: a secret-free template process with torch imported, forking one worker per submission.
 
 Started by `client.Sandbox` as ``python -m autograder.sandbox.zygote FD``; FD is its end of a Unix socket pair.
-Protocol on that socket: the grader sends ``{"isolate", "secrets", "limits"}``, the zygote answers ``{"ready"}``
-once torch is imported and (when isolating) it has moved into the secret-free root. Then, per worker, the grader
-sends ``{"uid"}`` with one file descriptor attached (the worker's end of a fresh socket pair); the zygote forks and
-answers ``{"pid"}``. The forked child confines itself, then serves the grader on that descriptor.
+Protocol on that socket: the grader sends ``{"isolate", "secrets", "limits", "forbidden"}``, the zygote answers
+``{"ready", "available"}`` once torch is imported, the forbidden APIs are disabled (``available``: those the probe
+found still working, normally none) and (when isolating) it has moved into the secret-free root and forgotten the
+grader's paths. Then, per worker, the grader sends ``{"uid"}`` with one file descriptor attached (the worker's end of
+a fresh socket pair); the zygote forks and answers ``{"pid"}``. The forked child confines itself, checks the canary,
+then serves the grader on that descriptor.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import torch.nn.functional  # noqa: E402,F401
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
-from . import confine, frames, linux, rootfs, worker  # noqa: E402
+from . import confine, forbid, frames, linux, rootfs, seccomp_filter, worker  # noqa: E402,F401 (seccomp_filter
+# loads libseccomp here, before the root changes)
 
 PRELOAD = ("math", "numpy", "typing", "warnings", "functools", "itertools", "collections", "dataclasses", "random",
            "time", "inspect", "gc", "copy", "einops", "matplotlib", "matplotlib.pyplot")
@@ -56,7 +59,6 @@ def warm_up() -> None:
         layer.weight.copy_(torch.zeros(4, 4))
     torch.allclose(weights, weights), torch.equal(x, x), torch.where(x > 0, x, 0.0).detach().double().numpy()
     torch.manual_seed(0)
-    worker.aten_op_lines()  # cached here, once, for the workers' forbidden-operator guard
 
 
 def recv_request(ctl: socket.socket) -> tuple[dict, list[int]]:
@@ -79,7 +81,7 @@ def reap(*_):
 
 
 def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
-    """Runs in the forked child: wait for the grader's go, confine, then serve."""
+    """Runs in the forked child: wait for the grader's go, confine, check the canary, then serve."""
     ctl.close()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # the zygote gone (grader killed): so are we
@@ -94,6 +96,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
             confine.apply_rlimits(limits, keep_address_space=go.get("memory_cgroup", False))
             confine.drop_privileges(uid)
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change: set it again
+            confine.apply_seccomp()
         else:
             os.chdir(os.environ.get("TMPDIR", "/tmp"))
     except OSError as e:
@@ -104,8 +107,29 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
     w = worker.Worker(sock, limits["output_excerpt"])
     if config["isolate"]:
         w.output_path = worker.redirect_output(config["private_tmp"], cap=limits["file_bytes"] // 2)
-    frames.send(sock, {"ok": True, "ready": True})
+    frames.send(sock, {"ok": True, "ready": True, "available": forbid.canary(config["forbidden"])})
+    del config, go
     w.serve()
+
+
+def forget_grader_paths(config: dict) -> None:
+    """After the secret-free root is in place: drop what names the grader's folders from this process (the
+    config's secret list, import paths and finders that point into them), so no worker can read them from memory."""
+    secrets = config.pop("secrets", [])
+    inside = lambda p: any(str(p) == s or str(p).startswith(s.rstrip("/") + "/") for s in secrets)
+    python = (sys.prefix, sys.base_prefix)  # the interpreter's own folders stay visible even inside a secret
+    keep = lambda p: not inside(p) or any(p == q or p.startswith(q.rstrip("/") + "/") for q in python)
+    sys.path[:] = [p for p in sys.path if p and os.path.isdir(p) and keep(p)]
+    for key in [k for k in sys.path_importer_cache if inside(k) or "__editable__" in k]:
+        del sys.path_importer_cache[key]
+    editable = lambda f: "editable" in (getattr(f, "__module__", "") or "") + repr(f)  # setuptools' -e finders
+    sys.meta_path[:] = [f for f in sys.meta_path if not editable(f)]
+    sys.path_hooks[:] = [f for f in sys.path_hooks if not editable(f)]
+    for name in [n for n in sys.modules if n.startswith("__editable__")]:
+        for key, value in vars(sys.modules.pop(name)).items():  # its MAPPING / NAMESPACES name the checkout
+            if key.isupper() and isinstance(value, (dict, list)):
+                value.clear()
+    sys.argv[:] = [sys.argv[0].rpartition("/")[2]]
 
 
 def main() -> None:
@@ -113,12 +137,15 @@ def main() -> None:
     ctl = socket.socket(fileno=int(sys.argv[1]))
     config = json.loads(ctl.recv(1 << 20))
     preload()
+    forbid.disable(config["forbidden"])
+    available = forbid.probe(config["forbidden"]) + forbid.canary(config["forbidden"])  # also warms the canary
     pid_namespaces = None
     if config["isolate"]:
         pid_namespaces = confine.PidNamespaces()
         config["private_tmp"] = rootfs.enter_secret_free_root(config["secrets"])
+        forget_grader_paths(config)
     signal.signal(signal.SIGCHLD, reap)
-    ctl.sendall(json.dumps({"ready": True}).encode())
+    ctl.sendall(json.dumps({"ready": True, "available": sorted(set(available))}).encode())
     while True:
         try:
             request, fds = recv_request(ctl)

@@ -113,7 +113,7 @@ def _deadline(seconds: float):
 class LocalSession:
     """The `Session` of `autograder.engine.student`, served by a worker living in this very process."""
 
-    def __init__(self, submission, forbidden: list[str]):
+    def __init__(self, submission):
         from autograder.sandbox.worker import Worker
         from autograder.engine.student import SubmissionLoadError
 
@@ -126,9 +126,10 @@ class LocalSession:
         if submission.notebook:
             os.environ[GRADING_ENV] = "1"      # as in grading: the notebook skips its training and plotting cells
         try:
-            reply, _ = self._handle({"op": "load", "source": submission.source, "filename": submission.filename,
-                                     "notebook": submission.notebook, "cells": list(submission.cells),
-                                     "forbidden": forbidden}, [], LOAD_SECONDS)
+            cells = [c.encode("utf-8") for c in submission.cells]
+            reply, _ = self._handle({"op": "load", "filename": submission.filename, "notebook": submission.notebook,
+                                     "cells": [len(c) for c in cells]},
+                                    [submission.source.encode("utf-8"), b"".join(cells)], LOAD_SECONDS)
         finally:
             if before is None:
                 os.environ.pop(GRADING_ENV, None)
@@ -156,7 +157,7 @@ class LocalSession:
 
     def request(self, header: dict, blobs: list[bytes]):
         """Same contract as `Session.request`: a Reply, or StudentError / ForbiddenAPIUsed / WorkerTimeout."""
-        from autograder.engine.student import ForbiddenAPIUsed, Reply, StudentError
+        from autograder.engine.student import REFUSAL, ForbiddenAPIUsed, Reply, StudentError
         from autograder.sandbox import wire
         from autograder.sandbox.client import WorkerCrashed, WorkerTimeout
 
@@ -166,10 +167,10 @@ class LocalSession:
         error = reply.get("error") or {}
         if error.get("type") == _CallTimeout.__name__:
             raise WorkerTimeout(error.get("message", ""))
-        if reply.get("forbidden"):
-            raise ForbiddenAPIUsed(list(reply["forbidden"]))
         if not reply.get("ok"):
             failure = StudentError(error)
+            if refused := REFUSAL.match(failure.message):
+                raise ForbiddenAPIUsed([refused.group(1)])
             if failure.todo and failure.todo != "?":
                 self.todo_messages.setdefault(failure.todo, failure.message)
             raise failure
@@ -179,7 +180,7 @@ class LocalSession:
             raise WorkerCrashed(f"invalid reply: {e}") from None
         if not isinstance(value, dict):
             raise WorkerCrashed("invalid reply")
-        return Reply(value.get("result"), value.get("grads"), value.get("args_after"))
+        return Reply(value.get("result"), value.get("grads"), value.get("again"))
 
 
 class LocalStudent:
@@ -199,11 +200,11 @@ class LocalStudent:
         return getattr(self._proxy, name)
 
 
-def load_student(path: Path, forbidden: list[str]) -> tuple[LocalStudent, LocalSession]:
+def load_student(path: Path) -> tuple[LocalStudent, LocalSession]:
     """Read the file as the grader does (`submission.load`: notebooks flattened, magics neutralised) and run it."""
     from autograder.engine.submission import load
 
-    session = LocalSession(load(path), forbidden)
+    session = LocalSession(load(path))
     return LocalStudent(session), session
 
 
@@ -320,7 +321,7 @@ def run_public(path: Path, other: Path | None, assignment: str):
     full = load_suite(assignment)
     suite = full.public()
     try:
-        student, session = load_student(path, list(suite.forbidden))
+        student, session = load_student(path)
     except SubmissionError as e:  # unreadable, not UTF-8, a syntax error...: the grader could not run it either
         raise UsageError("unreadable", name=Path(path).name, error_zh=e.zh, error_en=e.en) from None
     submission = session.submission
@@ -461,7 +462,11 @@ def run_check_command(path: Path, lang: str | None, plot: bool, assignment: str)
     try:
         from autograder.engine.checks import load_suite
 
-        names = load_suite(assignment).submission_files or ("attention.py", "attention.ipynb")
+        from autograder.sandbox import forbid
+
+        suite = load_suite(assignment)
+        forbid.disable(list(suite.forbidden))  # as in grading: the ready-made APIs raise in this process from now on
+        names = suite.submission_files
         file, other = find_submission(Path(path), tuple(names))
         outcome, session = run_public(file, other, assignment)
     except UsageError as e:

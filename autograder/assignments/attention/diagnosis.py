@@ -210,6 +210,8 @@ def sdpa(Q, K, V, causal, out, weights) -> Diagnosis | None:
     right_out, right_w = _attn(Q, K, V, causal)
     if same(out, right_w) and same(weights, right_out):
         return SWAPPED
+    if _overflowed(Q, K, causal, weights, right_w):  # before the variants: on saturated scores a wrong variant's
+        return UNSTABLE                              # NaN and 0/1 pattern can equal the student's (NaN == NaN)
     for found, variant in _candidates(Q, K, V, causal):
         try:
             if _matches(out, weights, variant()):
@@ -219,23 +221,22 @@ def sdpa(Q, K, V, causal, out, weights) -> Diagnosis | None:
     found = _scale(Q, K, V, causal, out, weights)
     if found is not None:
         return found
-    if _overflowed(Q, K, causal, weights, right_w):
-        return UNSTABLE
     if same(weights, right_w) and not same(out, right_out):
         return _named("output_not_weights_times_v")
     return None
 
 
 def _overflowed(Q, K, causal, weights, right_w) -> bool:
-    """NaN/inf exactly in rows whose scaled scores reach exp's float32 overflow (e^88.7), right everywhere else."""
+    """NaN/inf exactly in rows whose scaled scores leave exp's float32 range, right everywhere else: a row max above
+    88.7 overflows (inf / inf), and a row whose every score is below about -87 underflows to 0 (0 / 0)."""
     if not isinstance(weights, torch.Tensor) or weights.shape != right_w.shape or not torch.isfinite(right_w).all():
         return False
     bad = ~torch.isfinite(weights).all(-1)
     s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
     if causal:
         s = s.masked_fill(_future(Q.shape[-2]), -INF)
-    large = s.amax(-1) > 80
-    return bool(bad.any()) and bool((large | ~bad).all()) and same(weights[~bad], right_w[~bad])
+    extreme = s.amax(-1).abs() > 80
+    return bool(bad.any()) and bool((extreme | ~bad).all()) and same(weights[~bad], right_w[~bad])
 
 
 def _scale(Q, K, V, causal, out, weights) -> Diagnosis | None:
