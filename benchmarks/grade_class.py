@@ -43,11 +43,35 @@ def make_class(folder: Path, n: int) -> Path:
     return folder
 
 
-def ours(work: Path, n: int, jobs: int) -> tuple[float, int, int]:
-    """Wall seconds, the grader's peak RSS (KiB) and the largest worker's own memory (bytes)."""
-    cls, out = make_class(work / f"class{n}", n), work / f"out{n}"
-    seconds, rss = timed([str(BIN / "autograder"), "grade", str(cls), "--out", str(out), "-q", "-j", str(jobs)])
+def ours(work: Path, n: int, jobs: int, prefix: tuple[str, ...] = (), python: str = sys.executable,
+         name: str = "") -> tuple[float, int, int]:
+    """Wall seconds, the grader's peak RSS (KiB) and the largest worker's own memory (bytes). `prefix` runs the
+    grader as someone else (setpriv), `python` with another interpreter."""
+    cls, out = make_class(work / f"class{n}{name}", n), work / f"out{n}{name}"
+    seconds, rss = timed([*prefix, python, "-m", "autograder", "grade", str(cls), "--out", str(out), "-q",
+                          "-j", str(jobs)], cwd=ROOT)
     return seconds, rss, json.loads((out / "run.json").read_text()).get("worker_peak_bytes") or 0
+
+
+def tiers(work: Path, n: int, jobs: int) -> list[tuple[str, float]]:
+    """The same class in each isolation tier this machine can emulate: (label, wall seconds)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_tiers import AS_NOBODY, DROP_SYS_ADMIN, _traversable, make_user_python
+
+    rows = [("full (root)", ours(work, n, jobs, name="full")[0])]
+    rows.append(("userns (root without CAP_SYS_ADMIN)", ours(work, n, jobs, tuple(DROP_SYS_ADMIN), name="b")[0]))
+    shared = work / "user"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    opened = _traversable([Path(sys.prefix), work])
+    try:
+        python, home = make_user_python(shared / "py")
+        rows.append(("userns (ordinary user)",
+                     ours(shared, n, jobs, (*AS_NOBODY, "env", f"HOME={home}"), python, name="c")[0]))
+    finally:
+        for path, mode in opened:
+            path.chmod(mode)
+    return rows
 
 
 def nbgrader(work: Path, n: int) -> float:
@@ -80,6 +104,7 @@ def main() -> None:
         _, small_rss, small_worker = ours(work, 20, args.jobs)
         ours_s, ours_rss, ours_worker = ours(work, args.n, args.jobs)
         nb_s = nbgrader(work, args.nbgrader_n)
+        by_tier = tiers(work, args.n, args.jobs) if os.geteuid() == 0 else []
     ours_per, nb_per = ours_s / args.n, nb_s / args.nbgrader_n
     budget = 10 * torch_s
     print(f"machine: {os.cpu_count()} cores; python -c 'import torch': {torch_s:.2f} s (best of 3)")
@@ -93,6 +118,8 @@ def main() -> None:
           f"{ours_rss // 1024} MiB for {args.n}")
     print(f"largest worker's own memory (cgroup peak): {small_worker >> 20} MiB for 20 submissions, "
           f"{ours_worker >> 20} MiB for {args.n}")
+    for label, seconds in by_tier:
+        print(f"tier {label:<40}{args.n:>6} submissions {seconds:>7.1f} s  {1000 * seconds / args.n:>6.0f} ms each")
 
 
 if __name__ == "__main__":

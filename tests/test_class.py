@@ -35,7 +35,7 @@ def make_class(root: Path, n_correct: int = 3) -> Path:
     (root / "no_scale.py").write_text(solution.replace("/ math.sqrt(d_head)", ""))
     (root / "empty").mkdir()
     (root / "empty" / "notes.txt").write_text("I could not finish")
-    (root / "two").mkdir()
+    (root / "two").mkdir()  # both forms, neither the released stub: the module form is graded (engine.resolve)
     (root / "two" / "attention.py").write_text(solution)
     (root / "two" / "attention.ipynb").write_text("{}")
     return root
@@ -54,16 +54,20 @@ def test_class_folder_outputs_and_ungradable_reasons(tmp_path):
     header = (out / "grades.csv").read_text().splitlines()[0].split(",")
     assert header[:3] == ["student", "score", "max_score"] and "sdpa_scaling" in header
     assert rows["ok0"]["score"] == "20" and rows["empty"]["score"] == "0"
+    # `two` holds attention.py and an (invalid) attention.ipynb, no manifest, and neither is byte-identical to the
+    # released stub: both changed, so the resolver takes the module form (one rule for grade, check and Gradescope)
+    # instead of refusing the folder ("2 candidate files" gave 0 to students who uploaded the whole folder)
+    assert rows["two"]["score"] == "20"
     assert 0 < float(rows["no_scale"]["score"]) < 20 and rows["no_scale"]["sdpa_scaling"] == "0"
     report = (out / "report.html").read_text()
-    assert "no attention.py or attention.ipynb found" in report and "2 candidate files" in report
+    assert "no attention.py or attention.ipynb found" in report and "notes.txt" in report  # says what it found
     assert "data:image/png;base64," in report and "no_scale" in report
     feedback = (out / "feedback" / "no_scale.md").read_text()
     assert "√d_head" in feedback and "sqrt(d_head)" in feedback  # the diagnosis, in both languages
     assert (out / "feedback" / "no_scale.html").read_text().startswith("<!doctype html>")
     assert '"tests"' in (out / "results" / "ok1.json").read_text()
     run = json.loads((out / "run.json").read_text())
-    assert run["graded"] == 4 and 0 < run["worker_peak_bytes"] < run["worker_cap_bytes"]
+    assert run["graded"] == 5 and 0 < run["worker_peak_bytes"] < run["worker_cap_bytes"]  # ok0-2, no_scale, two
 
 
 def test_zip_with_parent_entries_or_symlinks_is_refused(tmp_path):
@@ -111,10 +115,10 @@ def test_existing_gradebook_needs_resume_or_force(tmp_path):
     assert again.returncode == 2 and "--resume" in again.stderr
     (cls / "no_scale.py").write_text(SOLUTION.read_text())  # the student fixed it
     resumed = autograder("grade", cls, "--out", out, "--resume")
-    assert resumed.returncode == 0 and "graded 1, kept 1 unchanged" in resumed.stdout
+    assert resumed.returncode == 0 and "graded 1, kept 2 unchanged" in resumed.stdout  # ok0 and two kept
     assert {r["student"]: r["score"] for r in read_csv(out / "grades.csv")}["no_scale"] == "20"
     forced = autograder("grade", cls, "--out", out, "--force")
-    assert "graded 2, kept 0" in forced.stdout
+    assert "graded 3, kept 0" in forced.stdout
 
 
 def test_kill_9_then_resume_gives_the_same_grades(tmp_path):
@@ -196,3 +200,56 @@ def test_the_run_always_ends_with_grades_whatever_the_students_do(tmp_path):
                                                    "ok0": "20", "ok1": "20", "slow_drip_reply": "7"}
     run = json.loads((out / "run.json").read_text())
     assert run["regraded_alone"] == 2  # the two that timed out
+
+
+def test_everything_stored_or_written_per_student_is_bounded(tmp_path):
+    """Replies flooded with megabyte strings, exceptions with 3 MB messages, 100 kB of prints: each student's
+    feedback, results file and gradebook row stay small, and so does the report."""
+    from fixtures.compose import FIXTURES, base_solution_source, submission_bytes
+
+    root = tmp_path / "class"
+    for name in ("reply_flood", "exception_leak", "stdout_flood", "expanded_output_bomb"):
+        (root / name).mkdir(parents=True)
+        (root / name / "attention.py").write_bytes(submission_bytes(FIXTURES / "hostile" / f"{name}.py",
+                                                                    base_solution_source()))
+    out = tmp_path / "out"
+    result = autograder("grade", root, "--out", out, "-q", "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    for path in [*(out / "feedback").iterdir(), *(out / "results").iterdir()]:
+        assert path.stat().st_size < 64 << 10, path
+    rows = sqlite3.connect(out / "gradebook.sqlite").execute("SELECT student, length(result) FROM results").fetchall()
+    assert len(rows) == 4 and all(size < 128 << 10 for _, size in rows), rows
+    assert (out / "report.html").stat().st_size < 1 << 20
+
+
+def test_results_are_regraded_when_score_bearing_sandbox_code_changes(tmp_path, monkeypatch):
+    """The fingerprint of stored results covers the sandbox too (the forbidden-API block and the worker decide what
+    comes back), not only the engine and the assignment."""
+    from dataclasses import replace
+
+    from autograder.classroom import grade_class
+    from autograder.engine.checks import load_suite
+
+    copy = tmp_path / "autograder"
+    for part in ("engine", "sandbox", "assignments/attention"):
+        shutil.copytree(grade_class.PACKAGE / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(grade_class, "PACKAGE", copy)
+    suite = replace(load_suite("attention"), directory=copy / "assignments" / "attention")
+    before = grade_class.suite_fingerprint(suite)
+    with open(copy / "sandbox" / "forbid.py", "a") as f:
+        f.write("\n# a change to the forbidden-API block\n")
+    assert grade_class.suite_fingerprint(suite) != before
+
+
+@pytest.mark.parametrize("error", [MemoryError, RecursionError, KeyError, AttributeError])
+def test_a_grader_side_exception_becomes_that_students_row(error, grade, monkeypatch):
+    from autograder.engine import runner
+
+    def broken(*args, **kwargs):
+        raise error("boom")
+
+    monkeypatch.setattr(runner.forbidden_scan, "scan", broken)
+    result = grade(SOLUTION)
+    assert result.score == 0 and "internal grader error" in result.error_en and error.__name__ in result.error_en
+    monkeypatch.undo()
+    assert grade(SOLUTION).score == 20

@@ -350,7 +350,9 @@ def test_otter_run_ends_an_infinite_loop_with_a_timeout(tmp_path):
 
 # -- Gradescope -----------------------------------------------------------------------------------------------------
 def gradescope_run(base: Path, name: str, submission: bytes | None, filename: str = "attention.ipynb",
-                   python: str = sys.executable) -> tuple[dict, float]:
+                   python: str = sys.executable, prefix: tuple[str, ...] = ()) -> tuple[dict, float]:
+    """Unpack the zip into a Gradescope-like root and run its run_autograder (`prefix`: e.g. setpriv dropping
+    CAP_SYS_ADMIN, as in Gradescope's containers)."""
     root = base / name
     with zipfile.ZipFile(GRADESCOPE_ZIP) as archive:
         archive.extractall(root / "source")
@@ -360,7 +362,7 @@ def gradescope_run(base: Path, name: str, submission: bytes | None, filename: st
     if submission is not None:
         (root / "submission" / filename).write_bytes(submission)
     started = time.perf_counter()
-    run = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True, timeout=300,
+    run = subprocess.run([*prefix, str(root / "source" / "run_autograder")], capture_output=True, text=True, timeout=300,
                          env={**ENV, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": python})
     seconds = time.perf_counter() - started
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

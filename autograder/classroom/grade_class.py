@@ -34,19 +34,22 @@ class GradebookExists(Exception):
     pass
 
 
-ENGINE = Path(__file__).resolve().parents[1] / "engine"
+PACKAGE = Path(__file__).resolve().parents[1]
+SCORING = ("engine", "sandbox")  # every module that can change a score: comparisons, checks' plumbing, the worker
 
 
 def suite_fingerprint(suite: Suite) -> str:
-    """Changes whenever the checks, diagnosis, cases, the reference solution or the engine change: such results
-    are regraded. (The references are a function of cases.py, reference_solution.py and each student's seed.)"""
+    """Changes whenever the checks, diagnosis, cases, the reference solution, the engine or the sandbox change: such
+    results are regraded. (The references are a function of cases.py, reference_solution.py and each student's
+    seed; the sandbox decides what a worker can do and what comes back, e.g. the forbidden-API block.)"""
     h = hashlib.sha256()
     files = sorted(suite.directory.glob("*.py"))  # checks, diagnosis, cases and reference_solution.py
     if suite.directory / "reference_solution.py" not in files:
         raise FileNotFoundError(f"{suite.directory / 'reference_solution.py'} is missing: run `autograder release`")
-    files += sorted(ENGINE.glob("*.py"))
+    files += [p for part in SCORING for p in sorted((PACKAGE / part).glob("*.py"))]
     for path in files:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+        h.update(str(path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE.parent) else path.name).encode()
+                 + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -107,7 +110,8 @@ class ClassRun:
             self._grade_in(sandbox, todo, seeds, book, fingerprint)
             peak = sandbox.peak_worker_memory()
         return {"graded": len(todo), "skipped": skipped, "worker_peak_bytes": peak,
-                "worker_cap_bytes": self.limits.memory_bytes, "regraded_alone": len(self.regraded_alone)}
+                "worker_cap_bytes": self.limits.memory_bytes, "regraded_alone": len(self.regraded_alone),
+                "isolation": sandbox.tier.to_json()}
 
     def start_sandbox(self) -> Sandbox:
         """The sandbox this run needs; the output and the submissions are secrets hidden from every worker."""

@@ -4,7 +4,9 @@ Accepted: one file; a folder of per-student folders (any layout inside); a folde
 (`<id>.py`, `<id>.ipynb`); nbgrader's `submitted/<student>/<assignment>/` (when asked for, or when the folder is
 an nbgrader course root: never because a student's folder is named `submitted`); or a zip of any of these, as an LMS
 exports it (extracted only after every entry has been checked: no absolute paths, no `..`, no links, size and
-count caps). Student id = folder or file name. Whatever cannot be graded is kept, with the reason.
+count caps). Student id = folder or file name. Inside a student's folder the file to grade is chosen by
+`autograder.engine.resolve` (the rule `check` and Gradescope use too). Whatever cannot be graded is kept, with the
+reason.
 """
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-SKIP_DIRS = {"__MACOSX", ".ipynb_checkpoints", "__pycache__", ".git"}
+from autograder.engine.resolve import SKIP_DIRS, match, resolve
+
 MAX_ZIP_ENTRIES = 20_000
 MAX_ZIP_BYTES = 1 << 30
 MAX_ZIP_RATIO = 200
@@ -29,16 +32,20 @@ class Entry:
     path: Path | None             # the file to grade, or None when there is none
     problem_en: str = ""
     problem_zh: str = ""
+    note_en: str = ""             # e.g. the chosen file is the untouched release (see engine.resolve)
+    note_zh: str = ""
 
 
 LAYOUTS = ("auto", "folders", "nbgrader")
 NBGRADER_MARKERS = ("nbgrader_config.py", "gradebook.db")
 
 
-def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout: str = "auto") -> list[Entry]:
+def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout: str = "auto",
+                     assignment: str | None = None) -> list[Entry]:
     """Entries sorted by student; `names` are the graded file names (e.g. attention.py, attention.ipynb).
     `layout`: "folders" (every child of the folder is a student), "nbgrader" (the children of its `submitted/`),
-    or "auto" (nbgrader's only for a course root: `submitted/` beside `nbgrader_config.py` or `gradebook.db`)."""
+    or "auto" (nbgrader's only for a course root: `submitted/` beside `nbgrader_config.py` or `gradebook.db`).
+    `assignment` names the release whose stubs a student's untouched files are recognised by (engine.resolve)."""
     if layout not in LAYOUTS:
         raise IntakeError(f"unknown layout {layout!r}: use one of {', '.join(LAYOUTS)}")
     source = Path(source)
@@ -57,7 +64,7 @@ def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout
         if child.is_symlink():
             entries.append(Entry(child.name, None, "a symbolic link: not followed", "符号链接：不予跟随"))
         elif child.is_dir():
-            entries.append(_from_folder(child, names))
+            entries.append(_from_folder(child, names, assignment))
         elif child.suffix in {Path(n).suffix for n in names}:
             entries.append(Entry(child.stem, child))
     seen = set()
@@ -77,21 +84,9 @@ def _nbgrader_root(source: Path, layout: str) -> Path:
     return submitted if layout == "nbgrader" or (layout == "auto" and course_root) else source
 
 
-def _from_folder(folder: Path, names: tuple[str, ...]) -> Entry:
-    found = []
-    for path in sorted(folder.rglob("*")):
-        if any(part in SKIP_DIRS or part.startswith(".") for part in path.relative_to(folder).parts):
-            continue
-        if path.name in names:
-            found.append(path)
-    if not found:
-        return Entry(folder.name, None, f"no {' or '.join(names)} found in the folder",
-                     f"文件夹中没有 {' 或 '.join(names)}")
-    if len(found) > 1:
-        listed = ", ".join(str(p.relative_to(folder)) for p in found)
-        return Entry(folder.name, None, f"{len(found)} candidate files ({listed}); submit exactly one",
-                     f"有 {len(found)} 个候选文件（{listed}）；请只提交一个")
-    return Entry(folder.name, found[0])
+def _from_folder(folder: Path, names: tuple[str, ...], assignment: str | None = None) -> Entry:
+    found = resolve(folder, names, assignment)
+    return Entry(folder.name, found.path, found.reason_en, found.reason_zh, found.note_en, found.note_zh)
 
 
 def extract_zip(archive: Path, target: Path) -> Path:
@@ -143,6 +138,7 @@ def _unwrap(root: Path, names: tuple[str, ...]) -> Path:
     """An archive's lone top folder (`submissions/`) is the class folder, unless it is one student's own work."""
     while True:
         children = [c for c in root.iterdir() if c.name not in SKIP_DIRS and not c.name.startswith(".")]
-        if len(children) != 1 or not children[0].is_dir() or any((children[0] / n).exists() for n in names):
+        if len(children) != 1 or not children[0].is_dir() or any(
+                match(c.name, names) and not c.is_dir() for c in children[0].iterdir()):
             return root
         root = children[0]

@@ -115,5 +115,6 @@ def equal(actual, expected: torch.Tensor, what: str) -> torch.Tensor:
     if not torch.equal(actual, expected):
         wrong = (actual != expected).nonzero()
         fail(f"{what} has wrong values", f"{what} 的值不对", None,
-             (f"({len(wrong)} positions, first at {wrong[0].tolist()})", f"（{len(wrong)} 个位置，第一个是 {wrong[0].tolist()}）"))
+             (f"({len(wrong)} positions, first at {wrong[0].tolist()})",
+              f"（{len(wrong)} 个位置，第一个是 {wrong[0].tolist()}）"))
     return actual

@@ -38,6 +38,7 @@ class SubmissionResult:
     output: str = ""            # excerpt of what the submission printed while loading and in public checks
     seconds: float = 0.0
     staff_output: str = ""      # what it printed during hidden checks: for the course staff, never in feedback
+    isolation: str = ""         # the sandbox tier it ran in (autograder/sandbox/tiers.py): full | userns | none
 
     @property
     def graded(self) -> bool:
@@ -74,4 +75,5 @@ def to_gradescope(result: SubmissionResult, hidden_visibility: str = "after_publ
             "visibility": "visible" if c.visibility == "public" else hidden_visibility,
         })
     output = f"{result.error_zh}\n{result.error_en}".strip() if result.error_en else ""
-    return {"score": result.score, "output": output, "execution_time": round(result.seconds, 3), "tests": tests}
+    return {"score": result.score, "output": output, "execution_time": round(result.seconds, 3), "tests": tests,
+            "extra_data": {"isolation": result.isolation}}

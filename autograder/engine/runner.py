@@ -43,10 +43,11 @@ def grade_file(path: Path, student: str, suite: Suite, sandbox: Sandbox, limits:
         raise
     except (Exception, RecursionError, MemoryError) as e:  # a grader bug met on this submission: its row says so
         log.exception("internal error while grading %s", path)
-        return ungradable(student, suite, path, f"internal grader error ({type(e).__name__}); the course staff have "
-                          "been told in the grading log", f"评分程序内部错误（{type(e).__name__}），已记录在评分日志中",
-                          started)
+        return ungradable(student, suite, path,
+                          f"internal grader error ({type(e).__name__}); the course staff have been told in the "
+                          "grading log", f"评分程序内部错误（{type(e).__name__}），已记录在评分日志中", started)
     result.seconds = time.perf_counter() - started
+    result.isolation = sandbox.tier.name
     return result
 
 
@@ -124,7 +125,9 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite, names: set[str] | N
     except WorkerTimeout as e:
         r = _result(check, 0.0, "timeout", f"timed out: {e} (an infinite loop?)", f"超时：{e}（是否有死循环？）")
     except WorkerCrashed as e:
-        r = _result(check, 0.0, "crashed", f"your code stopped the process: {e}", f"你的代码使进程终止：{e}")
+        # an invalid reply's details are the worker's own words: not repeated for a hidden check
+        said = str(e) if public or not str(e).startswith("invalid reply") else "invalid reply"
+        r = _result(check, 0.0, "crashed", f"your code stopped the process: {said}", f"你的代码使进程终止：{said}")
     except SandboxUnavailable:  # the grader cannot do its job: stop the run, don't blame the student
         raise
     except Exception as e:  # a bug in the check itself: never the student's fault, never fatal to the run

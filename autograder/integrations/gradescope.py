@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+from autograder.engine.resolve import resolve
 from autograder.engine.results import to_gradescope
 from autograder.engine.runner import ungradable
 
@@ -24,36 +25,23 @@ from . import grading, text
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
-def find_submission(folder: Path, names: tuple[str, ...]) -> Path | None:
-    """The expected file name first (notebook or module), else the only .ipynb, else the only .py (any depth)."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()
-                   and not any(part.startswith((".", "__")) for part in p.relative_to(folder).parts))
-    for name in names:
-        hits = [p for p in files if p.name == name]
-        if hits:
-            return min(hits, key=lambda p: len(p.parts))
-    for suffix in (".ipynb", ".py"):
-        hits = [p for p in files if p.suffix == suffix]
-        if len(hits) == 1:
-            return hits[0]
-    return None
-
-
 def results_for(root: Path, assignment: str, hidden_visibility: str) -> dict:
     suite = grading.suite_for(assignment)
-    path = find_submission(root / "submission", suite.submission_files)
-    if path is None:
+    # the file grading and `autograder check` would choose (the one changed from the release, Attention.py...)
+    found = resolve(root / "submission", suite.submission_files, assignment)
+    if found.path is None:
         names = " / ".join(suite.submission_files)
-        result = ungradable("submission", suite, None, f"no submission found: upload {names}",
-                            f"没有找到提交的文件：请上传 {names}")
+        result = ungradable("submission", suite, None, f"{found.reason_en}: upload {names}",
+                            f"{found.reason_zh}：请上传 {names}")
     else:
         # hidden inputs per Gradescope user (the result itself is "submission"); the secret is source/course_secret,
         # written by setup.sh when the image is built (or shipped in the zip), or $AUTOGRADER_COURSE_SECRET
         seed = grading.seed_for(assignment, grading.gradescope_submitter(root) or "submission",
                                 shipped=root / "source" / "course_secret")
-        result = grading.grade_path(path, "submission", assignment, secrets=[str(root)], seed=seed)
+        result = grading.grade_path(found.path, "submission", assignment, secrets=[str(root)], seed=seed)
     data = to_gradescope(result, hidden_visibility)
-    data["output"] = (text.summary(result) + ("\n\n" + data["output"] if data["output"] else "")).strip()
+    note = f"{found.note_zh} / {found.note_en}" if found.note_en else ""
+    data["output"] = "\n\n".join(part for part in (text.summary(result), note, data["output"]) if part).strip()
     data["stdout_visibility"] = "hidden"
     return data
 

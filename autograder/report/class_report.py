@@ -62,7 +62,10 @@ def summarise(suite: Suite, results: list[SubmissionResult]) -> dict:
     }
 
 
-def class_report_html(suite: Suite, results: list[SubmissionResult]) -> str:
+def class_report_html(suite: Suite, results: list[SubmissionResult], isolation: dict | None = None) -> str:
+    """`isolation`: this run's sandbox tier (`Tier.to_json()`); results graded earlier say their own tier."""
     summary = summarise(suite, results)
     png = score_histogram_png([r.score for r in results], suite.max_score) if results else ""
-    return ENV.get_template("report.html.j2").render(s=summary, suite=suite, png=png, num=num)
+    tiers = sorted({r.isolation or "?" for r in results if r.graded})
+    return ENV.get_template("report.html.j2").render(s=summary, suite=suite, png=png, num=num, isolation=isolation,
+                                                     tiers=tiers)

@@ -34,6 +34,9 @@ def print_summary(suite: Suite, results: list[SubmissionResult], stats: dict, pa
     per = stats["seconds"] / stats["graded"] if stats.get("graded") else 0.0
     console.print(f"graded {stats.get('graded', 0)}, kept {stats.get('skipped', 0)} unchanged "
                   f"in {stats.get('seconds', 0.0):.1f} s ({per * 1000:.0f} ms per submission)")
+    if isolation := stats.get("isolation"):
+        console.print(f"isolation tier: {isolation['tier']}" + ("" if not isolation["lacks"] else
+                      "; lacking: " + "; ".join(isolation["lacks"])), markup=False)
     if stats.get("worker_peak_bytes"):
         console.print(f"largest worker: {stats['worker_peak_bytes'] / 2**20:.0f} MiB of its own memory "
                       f"(cap {stats['worker_cap_bytes'] / 2**20:.0f} MiB)")

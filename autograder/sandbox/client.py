@@ -13,6 +13,7 @@ import os
 import queue
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -20,11 +21,12 @@ import threading
 import time
 from pathlib import Path
 
-from . import cgroups, frames
+from . import cgroups, frames, tiers
 from .limits import Limits
-from .uids import UidBlock
+from .uids import PER_BLOCK, UidBlock
 
 _SANDBOXES = itertools.count()
+STOP = object()  # ends the spawner's and the cleaner's queues (a slot's cgroup may itself be None)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -39,14 +41,19 @@ class WorkerCrashed(Exception):
     pass
 
 
-def isolation_problem() -> str | None:
-    """Why full isolation is impossible on this machine, or None."""
+def choose_tier(isolate: bool) -> tiers.Tier:
+    """The tier to grade in: the strongest available; SandboxUnavailable (saying why) when isolation is asked for and
+    no tier can be had. Without isolation: tier "none" (trusted code only)."""
+    if not isolate:
+        return tiers.Tier("none", False)
     if not sys.platform.startswith("linux"):
-        return "isolation needs Linux namespaces"
-    if os.geteuid() != 0:
-        return ("isolation needs root (to create namespaces, cgroups and switch to unprivileged uids); "
-                "run the grader as root, e.g. in its container")
-    return cgroups.available()
+        raise SandboxUnavailable("cannot isolate student code: isolation needs Linux namespaces. "
+                                 "Use --no-sandbox only for trusted code on your own machine.")
+    tier = tiers.detect()
+    if tier.name == "none":
+        raise SandboxUnavailable("cannot isolate student code: " + "; ".join(tier.why_not) +
+                                 ". Use --no-sandbox only for trusted code on your own machine.")
+    return tier
 
 
 def code_copy() -> tempfile.TemporaryDirectory:
@@ -61,14 +68,27 @@ def code_copy() -> tempfile.TemporaryDirectory:
     return folder
 
 
+def peer_pid(sock: socket.socket, timeout: float = 30) -> int:
+    """The pid of the process at the other end, as this process sees it: read from the SCM_CREDENTIALS the kernel
+    attaches to the worker's first byte (a pid namespace's own numbers are translated; nothing the worker says)."""
+    sock.settimeout(timeout)
+    try:
+        data, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(struct.calcsize("3i")))
+    except OSError as e:
+        raise SandboxUnavailable(f"a worker did not start: {e}") from None
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and data:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 0)
+            return struct.unpack("3i", payload[:12])[0]
+    raise SandboxUnavailable("a worker did not say hello")
+
+
 class Sandbox:
     def __init__(self, limits: Limits = Limits(), isolate: bool = True, secrets: list[str] = (), slots: int = 8, *,
                  forbidden: list[str]):
         self.limits, self.isolate, self.forbidden = limits, isolate, sorted(forbidden)
-        if isolate and (problem := isolation_problem()):
-            raise SandboxUnavailable(f"cannot isolate student code: {problem}. "
-                                     "Use --no-sandbox only for trusted code on your own machine.")
-        if isolate:
+        self.tier = choose_tier(isolate)
+        if self.tier.cgroups:
             cgroups.remove_stale()
         self._ctl, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = tempfile.TemporaryFile()
@@ -83,18 +103,19 @@ class Sandbox:
         )
         child_end.close()
         package_dir = str(Path(__file__).resolve().parent.parent)
-        config = {"isolate": isolate, "limits": limits.to_json(), "forbidden": self.forbidden,
+        self._uids = UidBlock.claim() if self.tier.own_uids else None
+        config = {"isolate": isolate, "tier": self.tier.name, "limits": limits.to_json(), "forbidden": self.forbidden,
+                  "grader_maps_ids": self.tier.name == "userns" and self.tier.own_uids,
                   "secrets": sorted({package_dir, str(Path(package_dir).parent), self._code.name,
                                      *map(str, secrets)})}
         self._ctl.sendall(json.dumps(config).encode())
         self._ready = False
         self._lock = threading.Lock()
-        self._uids = UidBlock.claim() if isolate else None  # a fresh uid per worker, shared with no other run
         self._slots: queue.Queue[cgroups.JobGroup | None] = queue.Queue()  # a cgroup per concurrent worker
         run = next(_SANDBOXES)  # group names are unique per sandbox, also within one process
         self._groups = [cgroups.JobGroup(f"{os.getpid()}-{run}-{n}", limits.memory_bytes, limits.processes,
                                           limits.cpus)
-                        if isolate else None for n in range(slots)]
+                        if self.tier.cgroups else None for n in range(slots)]
         for group in self._groups:
             self._slots.put(group)
         self._cleanup: queue.Queue = queue.Queue()
@@ -115,12 +136,24 @@ class Sandbox:
                 reply = self._ctl.recv(4096)
             except socket.timeout:
                 reply = b""
+            if reply == b"maps?":  # tier userns as root: map uid 0 and our uid block into the zygote's namespace
+                self._write_id_maps()
+                reply = self._ctl.recv(4096)
             if not reply:
                 raise SandboxUnavailable(f"the sandbox template process did not start: {self._zygote_log()}")
             available = json.loads(reply).get("available")
             if available != []:
                 raise SandboxUnavailable(f"forbidden APIs are still available in the sandbox: {available}")
             self._ready = True
+
+    def _write_id_maps(self) -> None:
+        """Like newuidmap(1): 0 stays 0 (the zygote builds its root with the files root can read) and the uid block
+        keeps its numbers, so each worker can still become a uid of its own."""
+        first = self._uids.blocks[0] * PER_BLOCK
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{self._proc.pid}/{name}", "w") as f:
+                f.write(f"0 0 1\n{first} {first} {PER_BLOCK}\n")
+        self._ctl.sendall(b"ok")
 
     def _zygote_log(self) -> str:
         self._log.seek(0)
@@ -143,14 +176,15 @@ class Sandbox:
         """Background: fork the next worker as soon as a slot is free, so no submission waits for a fork."""
         try:
             self.wait_ready()
-            while (group := self._slots.get()) is not None:
-                self._ready_workers.put(self._fork_worker(self._uids.next() if self._uids else os.getuid(), group))
+            while (group := self._slots.get()) is not STOP:
+                self._ready_workers.put(self._fork_worker(self._uids.next() if self._uids else 0, group))
         except BaseException as e:  # handed to whoever asks for a worker next
             self._failure = e
             self._ready_workers.put(e)
 
     def _fork_worker(self, uid: int, group) -> "Worker":
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        parent_end.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # before the worker can send (peer_pid)
         try:
             try:
                 with self._lock:
@@ -161,7 +195,7 @@ class Sandbox:
                 reply = b""
             if not reply:
                 raise SandboxUnavailable(f"the sandbox template process died: {self._zygote_log()}")
-            pid = json.loads(reply)["pid"]
+            pid = peer_pid(parent_end)
             if group is not None:
                 group.add(pid)
         except BaseException:
@@ -180,7 +214,7 @@ class Sandbox:
 
     def _clean_up_killed(self) -> None:
         """Background: wait until a killed worker's group is empty, then give its slot to the next worker."""
-        while (group := self._cleanup.get()) is not False:
+        while (group := self._cleanup.get()) is not STOP:
             if group is not None:
                 group.drain()
             self._slots.put(group)
@@ -192,13 +226,13 @@ class Sandbox:
         return max(peaks, default=None)
 
     def close(self) -> None:
-        self._slots.put(None)
+        self._slots.put(STOP)
         self._spawner.join()
         while not self._ready_workers.empty():
             item = self._ready_workers.get()
             if isinstance(item, Worker):
                 item.kill()
-        self._cleanup.put(False)
+        self._cleanup.put(STOP)
         self._cleaner.join()
         for group in self._groups:
             if group is not None:

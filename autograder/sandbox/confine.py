@@ -59,6 +59,45 @@ def apply_rlimits(limits: dict, keep_address_space: bool) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # oversize writes fail with EFBIG instead of killing
 
 
+def enter_user_namespace(ctl, grader_maps_ids: bool) -> None:
+    """Tier userns, in the zygote: a user namespace of its own, with mount and pid namespaces. Its ids are mapped
+    by the grader when the grader is root (uid 0 and the worker uid block, as they are), else by ourselves (uid 0
+    inside = the grader's uid outside). Then fork once, so that the zygote proper is pid 1 of that pid namespace and
+    may `setns` back to it before each worker (`PidNamespaces`); the original process waits and leaves with it."""
+    uid, gid = os.getuid(), os.getgid()
+    linux.unshare(linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWPID)
+    if grader_maps_ids:
+        ctl.sendall(b"maps?")
+        if ctl.recv(16) != b"ok":
+            raise OSError("the grader did not map our ids")
+    else:
+        linux.write_id_maps(0, uid, gid)
+    pid = os.fork()
+    if pid:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the zygote proper dies with us anyway (PDEATHSIG)
+        _, status = os.waitpid(pid, 0)
+        os._exit(max(0, os.waitstatus_to_exitcode(status)))
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def own_user_namespace() -> None:
+    """Tier userns, in a worker with no other uid to become, before its rlimits are set: a user namespace of its
+    own, so that its process count (RLIMIT_NPROC) is its own. The kernel checks the count at every level up, each
+    against the limit in force when the level below was made: made before the worker's own limit, the zygote's
+    level is unlimited, and a fork storm in one worker cannot use up its neighbours' count."""
+    linux.unshare(linux.CLONE_NEWUSER)
+    linux.write_id_maps(0, 0, 0)
+
+
+def drop_privileges_in_user_namespace() -> None:
+    """Tier userns, in a worker with no other uid to become: drop every capability. The grader's uid outside is
+    unchanged; the namespaces and seccomp keep the worker from everything else."""
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    linux.drop_capabilities()
+    linux.prctl(linux.PR_SET_DUMPABLE, 0)
+    os.umask(0o077)
+
+
 def drop_privileges(uid: int) -> None:
     linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
     os.setgroups([])

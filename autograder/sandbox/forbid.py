@@ -1,8 +1,9 @@
 """Make an assignment's forbidden APIs unavailable in this process, for good. The zygote calls `disable` once,
 before it forks any worker, so no student code ever runs while they are available, and every worker inherits it.
 
-- ``op:<glob>`` names (``op:*attention*``): every aten operator whose name matches gets, for each kernel it has
-  (CPU, CompositeImplicitAutograd, CompositeExplicitAutograd), a kernel that raises. The registrations live in a
+- ``op:<glob>`` names (``op:*attention*``): every aten operator whose name matches gets, for every dispatch key
+  that has a kernel for it (CPU, the composite aliases, functorch's batching rules, Meta, NestedTensor...: each a
+  way to reach the computation, e.g. under `torch.vmap`), a kernel that raises. The registrations live in a
   C++ dispatcher library object that is deliberately leaked: no Python object refers to it (it is not tracked by
   the garbage collector either), so no Python code in the worker can find it and undo them, and the original
   kernels cannot be reached from Python. torch-function modes, `torch.ops.aten...`, `DisableTorchFunction` and a
@@ -13,7 +14,8 @@ before it forks any worker, so no student code ever runs while they are availabl
   class), anything else is rebound to a function that raises.
 
 A refusal raises RuntimeError whose message contains `REFUSED`; the grader may use that to say "forbidden" (it only
-ever costs the student points). `probe` is the canary: it tries every disabled API and returns those that ran.
+ever costs the student points). `probe` (in the zygote) and `canary` (in each worker, before student code) return
+the disabled APIs that still work: the grader refuses to run when there is one.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def message(name: str) -> str:
 
 def disable(names: list[str]) -> None:
     """Disable every name of `names` (``op:`` globs and qualified Python names) in this process."""
-    _block_aten([n.removeprefix("op:") for n in names if n.startswith("op:")])
+    _block_aten(_globs(names))
     for name in names:
         if not name.startswith("op:"):
             _disable_python(name)
@@ -112,36 +114,40 @@ def _code_raising(qualname: str) -> types.CodeType:
 
 
 def probe(names: list[str]) -> list[str]:
-    """The canary, run in each worker before any student code: the disabled APIs that are still available.
-    An aten operator is available if its computed dispatch table still has a kernel that is not ours; a Python
-    name is available if calling it does not raise the refusal."""
+    """The disabled APIs that are still available (run in the zygote, after `disable`): an aten operator whose
+    computed dispatch table still has a kernel that is not ours, a Python name that does not raise the refusal."""
+    return _python_available(names) + [f"aten::{op}" for op in aten_ops(_globs(names)) if _op_available(op)]
+
+
+def canary(names: list[str]) -> list[str]:
+    """`probe` at a worker's cost (well under a millisecond), before its student code runs: every Python name, and
+    the first and last matching aten operators (a worker is a fork of the zygote, which ran the full `probe`)."""
+    ops = aten_ops(_globs(names))
+    return _python_available(names) + [f"aten::{op}" for op in sorted(set(ops[:1] + ops[-1:])) if _op_available(op)]
+
+
+def _globs(names: list[str]) -> list[str]:
+    return [n.removeprefix("op:") for n in names if n.startswith("op:")]
+
+
+def _op_available(op: str) -> bool:
+    table = torch._C._dispatch_dump_table("aten::" + op).splitlines()
+    return any("kernel]" in line and OURS not in line for line in table)
+
+
+def _python_available(names: list[str]) -> list[str]:
     available = []
-    for name in aten_ops([n.removeprefix("op:") for n in names if n.startswith("op:")]):
-        table = torch._C._dispatch_dump_table("aten::" + name).splitlines()
-        if any("kernel]" in line and OURS not in line for line in table):
-            available.append("aten::" + name)
     for name in (n for n in names if not n.startswith("op:")):
         owner_name, _, attr = name.rpartition(".")
         try:
             target = getattr(importlib.import_module(owner_name), attr)
         except (ImportError, AttributeError):
             continue
+        q = torch.ones(1, 2, 2)
         try:
-            target(torch.ones(1, 2, 2), torch.ones(1, 2, 2), torch.ones(1, 2, 2)) if not isinstance(target, type) \
-                else target(2, 1)
+            target(2, 1) if isinstance(target, type) else target(q, q, q)
         except Exception as e:  # noqa: BLE001
             if REFUSED in str(e):
                 continue
         available.append(name)
     return available
-
-
-def canary(names: list[str]) -> list[str]:
-    """`probe` at a worker's cost (well under a millisecond): the Python names, and the dispatch tables of the first
-    and last matching aten operators (a worker is a fork of the zygote, which ran the full `probe`)."""
-    ops = [n for n in names if n.startswith("op:")]
-    sample = aten_ops([n.removeprefix("op:") for n in ops])
-    sample = sorted({sample[0], sample[-1]}) if sample else []
-    return probe([n for n in names if not n.startswith("op:")]) + [
-        "aten::" + name for name in sample
-        if any("kernel]" in line and OURS not in line for line in torch._C._dispatch_dump_table("aten::" + name).splitlines())]

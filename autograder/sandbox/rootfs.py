@@ -32,7 +32,7 @@ def python_dirs(secrets: list[str]) -> list[str]:
     return keep
 
 
-def enter_secret_free_root(secrets: list[str]) -> str:
+def enter_secret_free_root(secrets: list[str], keep_proc: bool = False) -> str:
     """Move the calling process (root) into a fresh mount namespace whose root holds no secret. Returns the
     directory where each worker gets its private tmpfs: /tmp, unless Python itself lives under it (a checkout in
     /tmp), in which case /var/tmp (or /.private-tmp) so the private mount never hides the interpreter."""
@@ -59,6 +59,8 @@ def enter_secret_free_root(secrets: list[str]) -> str:
     private_tmp = next(d for d in PRIVATE_TMP_CHOICES if not any(_inside(k, d) for k in kept))
     for mountpoint in ("/proc", private_tmp, "/.old"):
         os.makedirs(new + mountpoint, mode=0o755, exist_ok=True)
+    if keep_proc:  # inside a user namespace a fresh /proc may be mounted only where one is already visible
+        linux.mount("/proc", new + "/proc", None, linux.MS_BIND | linux.MS_REC)
     linux.pivot_root(new, new + "/.old")
     os.chdir("/")
     linux.umount("/.old")
@@ -70,7 +72,17 @@ def enter_secret_free_root(secrets: list[str]) -> str:
 def _bind_readonly(source: str, target: str) -> None:
     Path(target).mkdir(parents=True, exist_ok=True, mode=0o755)
     linux.mount(source, target, None, linux.MS_BIND | linux.MS_REC)
-    linux.mount(None, target, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV)
+    linux.mount(None, target, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV
+                | _kept_flags(source))
+
+
+def _kept_flags(path: str) -> int:
+    """The source mount's noexec and atime flags: inside a user namespace a remount may add restrictions to a
+    mount it inherited but never drop these (they are locked), so they are passed on as they are."""
+    flags = os.statvfs(path).f_flag
+    kept = {os.ST_NOEXEC: linux.MS_NOEXEC, os.ST_NOATIME: linux.MS_NOATIME, os.ST_NODIRATIME: linux.MS_NODIRATIME,
+            os.ST_RELATIME: linux.MS_RELATIME}
+    return sum(ms for st, ms in kept.items() if flags & st)
 
 
 def _inside(path: str, parent: str) -> bool:

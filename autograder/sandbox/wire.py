@@ -118,7 +118,8 @@ def _tensor(v: dict, blobs: list[bytes], used: set[int]) -> torch.Tensor:
     used.add(index)
     if dtype_name not in DTYPES:
         raise WireError(f"dtype {dtype_name!r} not allowed")
-    if not isinstance(shape, list) or len(shape) > MAX_DIMS or not all(isinstance(n, int) and n >= 0 for n in shape):
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS or \
+            not all(type(n) is int and 0 <= n < 1 << 31 for n in shape):
         raise WireError(f"bad shape {shape!r}")
     dtype = DTYPES[dtype_name]
     numel = math.prod(shape)

@@ -1,12 +1,13 @@
 """The zygote: a secret-free template process with torch imported, forking one worker per submission.
 
 Started by `client.Sandbox` as ``python -m autograder.sandbox.zygote FD``; FD is its end of a Unix socket pair.
-Protocol on that socket: the grader sends ``{"isolate", "secrets", "limits", "forbidden"}``, the zygote answers
+Protocol on that socket: the grader sends ``{"isolate", "tier", "secrets", "limits", "forbidden"}``, the zygote answers
 ``{"ready", "available"}`` once torch is imported, the forbidden APIs are disabled (``available``: those the probe
 found still working, normally none) and (when isolating) it has moved into the secret-free root and forgotten the
 grader's paths. Then, per worker, the grader sends ``{"uid"}`` with one file descriptor attached (the worker's end of
-a fresh socket pair); the zygote forks and answers ``{"pid"}``. The forked child confines itself, checks the canary,
-then serves the grader on that descriptor.
+a fresh socket pair); the zygote forks and answers ``{"pid"}``. The forked child first sends one byte, whose
+SCM_CREDENTIALS tell the grader its pid as the grader sees it (in tier ``userns`` the zygote lives in a pid
+namespace of its own), then confines itself, checks the canary, and serves the grader on that descriptor.
 """
 from __future__ import annotations
 
@@ -87,15 +88,21 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # the zygote gone (grader killed): so are we
     os.setsid()
     sock = socket.socket(fileno=job_fd)
+    sock.send(b"\0")  # the kernel attaches our pid, translated into the grader's pid namespace
     limits = config["limits"]
     go, _ = frames.recv(sock, max_bytes=0)  # the grader has put us in our cgroup
     try:
         if config["isolate"]:
             confine.enter_namespaces()
             confine.private_mounts(uid, limits["tmp_bytes"], config["private_tmp"])
+            if not uid:  # tier userns for an ordinary user
+                confine.own_user_namespace()
             confine.apply_rlimits(limits, keep_address_space=go.get("memory_cgroup", False))
-            confine.drop_privileges(uid)
-            linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the uid change: set it again
+            if uid:
+                confine.drop_privileges(uid)
+            else:  # tier userns for an ordinary user: no other uid to become
+                confine.drop_privileges_in_user_namespace()
+            linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the credential change: set it again
             confine.apply_seccomp()
         else:
             os.chdir(os.environ.get("TMPDIR", "/tmp"))
@@ -136,13 +143,15 @@ def main() -> None:
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # die with the grader, even under kill -9
     ctl = socket.socket(fileno=int(sys.argv[1]))
     config = json.loads(ctl.recv(1 << 20))
+    if config["isolate"] and config["tier"] == "userns":
+        confine.enter_user_namespace(ctl, config["grader_maps_ids"])  # now pid 1 and uid 0 of namespaces of its own
     preload()
     forbid.disable(config["forbidden"])
     available = forbid.probe(config["forbidden"]) + forbid.canary(config["forbidden"])  # also warms the canary
     pid_namespaces = None
     if config["isolate"]:
         pid_namespaces = confine.PidNamespaces()
-        config["private_tmp"] = rootfs.enter_secret_free_root(config["secrets"])
+        config["private_tmp"] = rootfs.enter_secret_free_root(config["secrets"], keep_proc=config["tier"] == "userns")
         forget_grader_paths(config)
     signal.signal(signal.SIGCHLD, reap)
     ctl.sendall(json.dumps({"ready": True, "available": sorted(set(available))}).encode())

@@ -9,9 +9,7 @@ when every public check passes.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
-import json
 import os
 import re
 import signal
@@ -64,6 +62,7 @@ TEXT = {
     "output_tail": ("你的代码打印的最后几行：", "The last lines your code printed:"),
     "no_file": ("找不到要检查的文件：{path}（应为 {names} 之一，或包含它们的文件夹）",
                 "Nothing to check at {path} (expected {names}, or a folder holding one of them)"),
+    "not_found": ("{path} 中没有可检查的文件：{reason_zh}", "Nothing to check in {path}: {reason_en}"),
     "bad_lang": ("--lang 只能是 zh 或 en，而不是 {value!r}", "--lang must be zh or en, not {value!r}"),
     "unreadable": ("无法检查 {name}：{error_zh}", "Cannot check {name}: {error_en}"),
     "plot_saved": ("图已保存：{path}", "Picture saved: {path}"),
@@ -209,46 +208,23 @@ def load_student(path: Path) -> tuple[LocalStudent, LocalSession]:
 
 
 # -- finding the file, the language, the hints --------------------------------------------------------------------
-def find_submission(path: Path, names: tuple[str, ...]) -> tuple[Path, Path | None]:
-    """(file to check, the other form if it is there too).
+def find_submission(path: Path, names: tuple[str, ...], assignment: str | None = None) -> tuple[Path, Path | None]:
+    """(file to check, another candidate of the other form if there is one: the hint names it).
 
-    The release ships both forms. In a folder holding both, the one the student changed is checked: changed means
-    different from the release (`manifest.json` holds the hash of every released file); if both or neither
-    changed, or there is no manifest, the one saved last (ties: the first of `names`, the module form)."""
+    A file is checked as given. In a folder, the file grading would choose (`autograder.engine.resolve`): the
+    release ships both forms, and the one the student changed (different from the hashes in `manifest.json`) is
+    checked, the module form when both changed."""
+    from autograder.engine.resolve import resolve
+
     path = Path(path)
     if path.is_file():
         return path, None
     if not path.is_dir():
         raise UsageError("no_file", path=str(path), names=", ".join(names))
-    present = [path / n for n in names if (path / n).is_file()]
-    if not present:
-        raise UsageError("no_file", path=str(path), names=", ".join(names))
-    if len(present) == 1:
-        return present[0], None
-    released = _released_hashes(path)
-    changed = [p for p in present if released.get(p.name) != _sha256(p)]
-    if released and len(changed) == 1:
-        chosen = changed[0]
-    elif released and not changed:
-        chosen = present[0]
-    else:
-        chosen = max(present, key=lambda p: (p.stat().st_mtime_ns // 1_000_000_000, -present.index(p)))
-    return chosen, next(p for p in present if p != chosen)
-
-
-def _released_hashes(folder: Path) -> dict[str, str]:
-    try:
-        files = json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("files", {})
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
-
-
-def _sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
+    found = resolve(path, tuple(names), assignment)
+    if found.path is None:
+        raise UsageError("not_found", path=str(path), reason_en=found.reason_en, reason_zh=found.reason_zh)
+    return found.path, found.other_form()
 
 
 def assignment_config(assignment: str) -> dict:
@@ -467,7 +443,7 @@ def run_check_command(path: Path, lang: str | None, plot: bool, assignment: str)
         suite = load_suite(assignment)
         forbid.disable(list(suite.forbidden))  # as in grading: the ready-made APIs raise in this process from now on
         names = suite.submission_files
-        file, other = find_submission(Path(path), tuple(names))
+        file, other = find_submission(Path(path), tuple(names), assignment)
         outcome, session = run_public(file, other, assignment)
     except UsageError as e:
         if e.key == "unreadable":  # the student's file is there but cannot run: a failure to fix, not a usage error
