@@ -104,7 +104,8 @@ class Sandbox:
         child_end.close()
         package_dir = str(Path(__file__).resolve().parent.parent)
         self._uids = UidBlock.claim() if self.tier.own_uids else None
-        config = {"isolate": isolate, "tier": self.tier.name, "limits": limits.to_json(), "forbidden": self.forbidden,
+        config = {"isolate": isolate, "tier": self.tier.name, "limits": limits.to_json(),
+                  "forbidden": self.forbidden,
                   "grader_maps_ids": self.tier.name == "userns" and self.tier.own_uids,
                   "secrets": sorted({package_dir, str(Path(package_dir).parent), self._code.name,
                                      *map(str, secrets)})}
@@ -197,7 +198,10 @@ class Sandbox:
                 raise SandboxUnavailable(f"the sandbox template process died: {self._zygote_log()}")
             pid = peer_pid(parent_end)
             if group is not None:
-                group.add(pid)
+                try:
+                    group.add(pid)
+                except OSError as e:  # gone before any student code ran: the template process died, or its namespace
+                    raise SandboxUnavailable(f"a worker died before it started ({e}): {self._zygote_log()}") from None
         except BaseException:
             parent_end.close()
             self._cleanup.put(group)
