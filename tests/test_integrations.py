@@ -184,8 +184,10 @@ def test_dist_zips_are_reproducible_archives():
 def test_gradescope_zip_holds_this_package_and_no_index_host():
     files = zips.read(GRADESCOPE_ZIP.read_bytes())
     assert {"setup.sh", "run_autograder", "package/pyproject.toml"} <= set(files)
+    stubs = f"package/autograder/assignments/{ID}/student_manifest.json"  # the student release's manifest, copied
+    assert files[stubs] == (REPO / "student_template" / ID / "manifest.json").read_bytes()
     for name, data in files.items():
-        if name.startswith("package/autograder/"):
+        if name.startswith("package/autograder/") and name != stubs:
             assert data == (REPO / "autograder" / name.removeprefix("package/autograder/")).read_bytes(), name
     setup = files["setup.sh"].decode()
     assert 'pip install "torch==2.13.0" --index-url "$TORCH_INDEX_URL"' in setup
@@ -409,3 +411,15 @@ def test_gradescope_package_tree_installs(tmp_path):
     assert (installed / "integrations" / "gradescope.py").is_file()
     assert (installed / "assignments" / ID / "reference_solution.py").read_bytes() == (REPO / "solutions" / ID / "attention.py").read_bytes()
     assert not (installed / "assignments" / ID / "references.npz").exists()
+    # the released stubs' hashes ship too: a finished notebook uploaded beside the untouched attention.py is graded
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    shutil.copy(REPO / "student_template" / ID / "attention.py", upload / "attention.py")
+    shutil.copy(REPO / "solutions" / ID / "attention.ipynb", upload / "attention.ipynb")
+    code = ("import sys; from autograder.engine.resolve import resolve; import autograder; "
+            f"print(autograder.__file__); print(resolve(sys.argv[1], ('attention.py', 'attention.ipynb'), {ID!r}).path)")
+    chosen = subprocess.run([sys.executable, "-c", code, str(upload)], capture_output=True, text=True, timeout=120,
+                            env={**ENV, "PYTHONPATH": str(tmp_path / "site")}, cwd=tmp_path)
+    assert chosen.returncode == 0, chosen.stderr
+    where, path = chosen.stdout.split()[-2:]
+    assert where.startswith(str(installed)) and path.endswith("attention.ipynb")

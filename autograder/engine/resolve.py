@@ -174,7 +174,8 @@ def _walk(folder: Path):
 def _stub_hashes(manifests: list[Path], names: tuple[str, ...], assignment: str | None) -> dict[str, set[str]]:
     """expected name -> sha256 of its released stub: from every `manifest.json` in the folder (any version the
     student was given) and from the release that ships with this grader (autograder/assignments/<id>/
-    release_manifest.json, or a checkout's student_template/<id>/manifest.json; neither is in the Gradescope zip)."""
+    release_manifest.json, a checkout's student_template/<id>/manifest.json, or the Gradescope zip's copy of it,
+    autograder/assignments/<id>/student_manifest.json)."""
     hashes: dict[str, set[str]] = {n: set() for n in names}
 
     def add(files, prefix: str = "") -> None:
@@ -189,6 +190,7 @@ def _stub_hashes(manifests: list[Path], names: tuple[str, ...], assignment: str 
     for aid in _assignments(names, assignment):
         add(_json(PACKAGE / "assignments" / aid / RELEASE_MANIFEST).get("generated"), f"student_template/{aid}/")
         add(_json(REPO_ROOT / "student_template" / aid / MANIFEST).get("files"))
+        add(_json(PACKAGE / "assignments" / aid / "student_manifest.json").get("files"))
     return {n: h for n, h in hashes.items() if h}
 
 

@@ -128,7 +128,7 @@ def build(root: Path, assignment: str) -> Release:
             raise ReleaseError("leak guard: the otter student notebook would reveal the solution:\n  "
                                + "\n  ".join(problems))
         out.update(otter)
-        out.update(gradescope_bundle.build(spec.id, reference))
+        out.update(gradescope_bundle.build(spec.id, reference, out.get(f"{student}/manifest.json")))
 
     sources = {spec.rel(p): p.read_bytes() for p in sorted(folder.iterdir())
                if p.is_file() and spec.rel(p) not in out}

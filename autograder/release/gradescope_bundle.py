@@ -16,6 +16,7 @@ PACKAGE_PARTS = ("engine", "sandbox", "integrations")
 LEFT_OUT = {"integrations/nbgrader.py", "integrations/otter.py"}  # need nbgrader / otter, not installed there
 PINNED = ("numpy", "nbformat")  # torch is installed by setup.sh (CPU build)
 REFERENCE_SOLUTION = "reference_solution.py"
+STUDENT_MANIFEST = "student_manifest.json"  # the released stubs' hashes: the resolver grades the file that changed
 
 SETUP = """\
 #!/usr/bin/env bash
@@ -102,6 +103,9 @@ dependencies = [{dependencies}]
 
 [tool.setuptools.packages.find]
 include = ["autograder*"]
+
+[tool.setuptools.package-data]
+"*" = ["*.json"]
 """
 
 
@@ -127,10 +131,12 @@ def package_files(assignment: str, reference_solution: bytes | None) -> dict[str
     return files
 
 
-def build(assignment: str, reference_solution: bytes | None) -> dict[str, bytes]:
+def build(assignment: str, reference_solution: bytes | None, student_manifest: bytes | None = None) -> dict[str, bytes]:
     torch = metadata.version("torch").split("+")[0]
     deps = ", ".join(f'"{name}=={metadata.version(name)}"' for name in PINNED)
     files = package_files(assignment, reference_solution)
+    if student_manifest is not None:
+        files[f"package/autograder/assignments/{assignment}/{STUDENT_MANIFEST}"] = student_manifest
     files["package/pyproject.toml"] = PYPROJECT.format(version=metadata.version("autograder"),
                                                        dependencies=f'"torch=={torch}", {deps}').encode()
     files["setup.sh"] = SETUP.format(torch=torch).encode()
