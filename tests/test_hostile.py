@@ -68,7 +68,7 @@ def test_a_cpu_hog_does_not_starve_its_neighbour(grade, sandbox, tmp_path):
         second = pool.submit(grade, submitted_path(heavy, tmp_path))
         assert_honest(first.result(), parse_expect(hog))
         neighbour = second.result()
-    if not sandbox.tier.cgroups:
+    if not sandbox.tier.cpu_cap:
         assert "CPU cap per worker, so no submission starves its neighbour (cgroup)" in sandbox.tier.lacks
         neighbour = grade(submitted_path(heavy, tmp_path))
     assert neighbour.score == 20, [(c.name, c.status, c.detail_en) for c in neighbour.checks if c.score == 0]

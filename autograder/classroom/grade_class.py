@@ -89,9 +89,9 @@ class ClassRun:
             book.close()
         return results, stats
 
-    def _grade_entries(self, entries: list[Entry], book: Gradebook, known_seeds: dict[str, int] | None = None) -> dict:
+    def _grade_entries(self, entries: list[Entry], book: Gradebook, known_seeds: dict[str, int]) -> dict:
         fingerprint = suite_fingerprint(self.suite)
-        seeds = self.seeds(entries, book.seeds(self.suite.assignment) if known_seeds is None else known_seeds)
+        seeds = self.seeds(entries, known_seeds)
         todo, skipped = [], 0
         for entry in entries:
             if entry.path is None:

@@ -37,10 +37,20 @@ def _layout() -> tuple[str, dict[str, Path]] | None:
         path = _own_path(controller)
         if path is None or not (ROOT / controller).is_dir():
             if controller == "cpu":
-                continue  # optional: without it there is no CPU cap (said by `cpu_capped`)
+                continue  # optional: without it there is no CPU cap (see `cpu_controller`, said by the tier)
             return None
         dirs[controller] = ROOT / controller / path.lstrip("/")
     return "v1", dirs
+
+
+def cpu_controller() -> bool:
+    """Can job groups here also cap CPU time (a cpu controller beside memory and pids)?"""
+    layout = _layout()
+    if layout is None:
+        return False
+    if layout[0] == "v1":
+        return "cpu" in layout[1]
+    return "cpu" in (ROOT / "cgroup.controllers").read_text().split()
 
 
 def available() -> str | None:
@@ -82,14 +92,12 @@ class JobGroup:
             self.dirs[controller] = d
         period = 100_000
         quota = max(1000, int(cpus * period))
-        self.cpu_capped = False
         if version == "v1":
             (self.dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
             (self.dirs["pids"] / "pids.max").write_text(str(processes))
             if "cpu" in self.dirs:
                 (self.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(period))
                 (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(quota))
-                self.cpu_capped = True
         else:
             parent = self.dirs["unified"].parent
             (parent / "cgroup.subtree_control").write_text("+memory +pids")
@@ -99,7 +107,6 @@ class JobGroup:
             try:
                 (parent / "cgroup.subtree_control").write_text("+cpu")
                 (self.dirs["unified"] / "cpu.max").write_text(f"{quota} {period}")
-                self.cpu_capped = True
             except OSError:
                 pass  # no cpu controller delegated here
         self.baseline = self._memory_events()

@@ -89,20 +89,17 @@ def own_user_namespace() -> None:
     linux.write_id_maps(0, 0, 0)
 
 
-def drop_privileges_in_user_namespace() -> None:
-    """Tier userns, in a worker with no other uid to become: drop every capability. The grader's uid outside is
-    unchanged; the namespaces and seccomp keep the worker from everything else."""
-    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-    linux.drop_capabilities()
-    linux.prctl(linux.PR_SET_DUMPABLE, 0)
-    os.umask(0o077)
-
-
 def drop_privileges(uid: int) -> None:
+    """Become `uid` with no new privileges. uid 0 (tier userns for an ordinary user) has no other uid to become:
+    every capability is dropped instead; the grader's uid outside is unchanged, and the namespaces and seccomp keep
+    the worker from everything else."""
     linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
+    if uid:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    else:
+        linux.drop_capabilities()
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # no ptrace from other processes of this uid
     os.umask(0o077)
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from . import cgroups, linux, seccomp_filter
 
-# Every isolation guarantee the README makes, and which tiers give it ("cgroup": only where cgroups are writable).
+# Every isolation guarantee the README makes, and which tiers give it. Tags: "cgroup" where job cgroups can be made,
+# "cpu" where they also have a cpu controller, "uid" where workers get uids of their own.
 GUARANTEES = {
     "student code runs outside the grader's process": {"full", "userns"},
     "hidden tests, references, solutions and other students' files are not in the worker's filesystem":
@@ -34,7 +35,7 @@ GUARANTEES = {
     "real memory cap (cgroup; otherwise an address-space limit)": {"cgroup"},
     "process cap shared by all of a submission's processes (cgroup; otherwise a per-worker RLIMIT_NPROC)":
         {"full", "userns"},
-    "CPU cap per worker, so no submission starves its neighbour (cgroup)": {"cgroup"},
+    "CPU cap per worker, so no submission starves its neighbour (cgroup)": {"cpu"},
 }
 ENV = "AUTOGRADER_TIER"
 
@@ -44,19 +45,21 @@ class Tier:
     name: str                  # full | userns | none
     cgroups: bool              # per-worker cgroups can be created here
     own_uids: bool = False     # each worker gets a uid of its own (full; userns when the grader is root)
+    cpu_cap: bool = False      # the job groups also cap CPU time (a cgroup cpu controller)
     why_not: tuple[str, ...] = field(default=())  # for none: why each tier is out of reach
 
     @property
     def provides(self) -> list[str]:
         return [g for g, tiers in GUARANTEES.items() if self.name in tiers or ("cgroup" in tiers and self.cgroups)
-                or ("uid" in tiers and self.own_uids)]
+                or ("uid" in tiers and self.own_uids) or ("cpu" in tiers and self.cpu_cap)]
 
     @property
     def lacks(self) -> list[str]:
         return [g for g in GUARANTEES if g not in self.provides]
 
     def to_json(self) -> dict:
-        return {"tier": self.name, "cgroups": self.cgroups, "own_uids": self.own_uids, "lacks": self.lacks}
+        return {"tier": self.name, "cgroups": self.cgroups, "own_uids": self.own_uids, "cpu_cap": self.cpu_cap,
+                "lacks": self.lacks}
 
 
 def detect() -> Tier:
@@ -69,6 +72,7 @@ def detect() -> Tier:
         return Tier("none", False, why_not=(f"no seccomp filter: {problem}",))
     why = []
     can_cgroup = cgroups.available() is None
+    cpu = can_cgroup and cgroups.cpu_controller()
     if wanted in ("", "full"):
         if os.geteuid() != 0:
             why.append("full: not running as root")
@@ -77,10 +81,10 @@ def detect() -> Tier:
         elif not can_cgroup:
             why.append(f"full: {cgroups.available()}")
         else:
-            return Tier("full", True, True)
+            return Tier("full", True, True, cpu)
     if wanted in ("", "userns"):
         if _can_unshare(linux.CLONE_NEWUSER | namespaces):
-            return Tier("userns", can_cgroup, os.geteuid() == 0)
+            return Tier("userns", can_cgroup, os.geteuid() == 0, cpu)
         why.append("userns: cannot create a user namespace (kernel.unprivileged_userns_clone, "
                    "user.max_user_namespaces, or a seccomp profile such as Docker's default forbids it)")
     return Tier("none", False, why_not=tuple(why))

@@ -5,7 +5,7 @@ Protocol on that socket: the grader sends ``{"isolate", "tier", "secrets", "limi
 ``{"ready", "available"}`` once torch is imported, the forbidden APIs are disabled (``available``: those the probe
 found still working, normally none) and (when isolating) it has moved into the secret-free root and forgotten the
 grader's paths. Then, per worker, the grader sends ``{"uid"}`` with one file descriptor attached (the worker's end of
-a fresh socket pair); the zygote forks and answers ``{"pid"}``. The forked child first sends one byte, whose
+a fresh socket pair); the zygote forks and answers ``{"forked"}``. The forked child first sends one byte, whose
 SCM_CREDENTIALS tell the grader its pid as the grader sees it (in tier ``userns`` the zygote lives in a pid
 namespace of its own), then confines itself, checks the canary, and serves the grader on that descriptor.
 """
@@ -98,10 +98,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
             if not uid:  # tier userns for an ordinary user
                 confine.own_user_namespace()
             confine.apply_rlimits(limits, keep_address_space=go.get("memory_cgroup", False))
-            if uid:
-                confine.drop_privileges(uid)
-            else:  # tier userns for an ordinary user: no other uid to become
-                confine.drop_privileges_in_user_namespace()
+            confine.drop_privileges(uid)
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the credential change: set it again
             confine.apply_seccomp()
         else:
@@ -175,7 +172,7 @@ def main() -> None:
                 os._exit(code)
         for fd in fds:
             os.close(fd)
-        ctl.sendall(json.dumps({"pid": pid}).encode())
+        ctl.sendall(b'{"forked": true}')  # the grader takes the pid from the child's own credentials (peer_pid)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # the grader has gone: skip torch's interpreter teardown (about a second)
