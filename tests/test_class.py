@@ -128,11 +128,13 @@ def test_kill_9_then_resume_gives_the_same_grades(tmp_path):
     for i in range(24):
         (cls / f"s{i:02d}.py").write_text(solution if i % 4 else solution.replace("dim=-1", "dim=-2"))
     reference = tmp_path / "uninterrupted"
-    assert autograder("grade", cls, "--out", reference, "-q", "-j", "1").returncode == 0
+    same_inputs = {**os.environ, "AUTOGRADER_COURSE_SECRET": "kill-9-test"}  # both runs draw the same hidden inputs
+    assert autograder("grade", cls, "--out", reference, "-q", "-j", "1", env=same_inputs).returncode == 0
 
     out = tmp_path / "interrupted"
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(cls), "--out", str(out), "-q", "-j", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=same_inputs)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and _rows(out) < 5:
         time.sleep(0.05)
@@ -142,7 +144,7 @@ def test_kill_9_then_resume_gives_the_same_grades(tmp_path):
     assert 5 <= saved < 24, saved
     assert not (out / "grades.csv").exists()
 
-    resumed = autograder("grade", cls, "--out", out, "--resume", "-j", "1")
+    resumed = autograder("grade", cls, "--out", out, "--resume", "-j", "1", env=same_inputs)
     assert resumed.returncode == 0, resumed.stderr
     assert f"graded {24 - saved}, kept {saved} unchanged" in resumed.stdout
     assert (out / "grades.csv").read_bytes() == (reference / "grades.csv").read_bytes()

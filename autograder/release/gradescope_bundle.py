@@ -39,7 +39,7 @@ if ! command -v python3.11 >/dev/null 2>&1; then
     apt-get update
     apt-get install -y python3.11 python3.11-venv
 fi
-if ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then  # the workers' seccomp filter (pyseccomp) needs it
+if ! ldconfig -p 2>/dev/null | grep -qF libseccomp.so.2; then  # the workers' seccomp filter (pyseccomp) needs it
     apt-get update
     apt-get install -y libseccomp2
 fi
