@@ -56,7 +56,7 @@ def ours(work: Path, n: int, jobs: int, prefix: tuple[str, ...] = (), python: st
 def tiers(work: Path, n: int, jobs: int) -> list[tuple[str, float]]:
     """The same class in each isolation tier this machine can emulate: (label, wall seconds)."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_tiers import AS_NOBODY, DROP_SYS_ADMIN, _traversable, make_user_python
+    from test_tiers import AS_NOBODY, DOCKER_LIKE, DROP_SYS_ADMIN, _traversable, make_user_python
 
     rows = [("full (root)", ours(work, n, jobs, name="full")[0])]
     rows.append(("userns (root without CAP_SYS_ADMIN)", ours(work, n, jobs, tuple(DROP_SYS_ADMIN), name="b")[0]))
@@ -68,6 +68,8 @@ def tiers(work: Path, n: int, jobs: int) -> list[tuple[str, float]]:
         python, home = make_user_python(shared / "py")
         rows.append(("userns (ordinary user)",
                      ours(shared, n, jobs, (*AS_NOBODY, "env", f"HOME={home}"), python, name="c")[0]))
+        rows.append(("landlock (root, Docker-like container)", ours(shared, n, jobs, tuple(DOCKER_LIKE), python,
+                                                                    name="d")[0]))
     finally:
         for path, mode in opened:
             path.chmod(mode)

@@ -37,10 +37,11 @@ WHO = ("import os\ndef probe():\n    caps = [l.split()[1] for l in open('/proc/s
        "    return [os.getuid(), os.getpid(), caps[0]]")
 
 
-def test_worker_runs_as_unprivileged_pid_1_with_a_fresh_uid_each_time(sandbox):
+def test_worker_runs_unprivileged_as_pid_1_with_a_fresh_uid_each_time(sandbox):
     uid, pid, caps = run(sandbox, WHO)
     second, _, _ = run(sandbox, WHO)
-    assert pid == 1 and int(caps, 16) == 0
+    assert int(caps, 16) == 0
+    assert (pid == 1) == (sandbox.tier.name != "landlock")  # landlock: no pid namespace (its own /proc/<pid> only)
     if sandbox.tier.own_uids:  # full, or userns set up by root
         assert uid >= 1 << 20 and second != uid
     else:  # userns for an ordinary user: uid 0 of a user namespace of its own, with no capability left
@@ -59,15 +60,22 @@ def test_secrets_are_not_readable(sandbox, path):
     assert run(sandbox, source) in ("FileNotFoundError", "PermissionError")
 
 
+LISTING = "import os\ndef probe(path):\n    try: return sorted(os.listdir(path))\n    except OSError as e: return type(e).__name__"
+
+
 def test_filesystem_shows_only_system_and_python(sandbox):
-    top = run(sandbox, "import os\ndef probe(): return sorted(os.listdir('/'))")
+    top = run(sandbox, LISTING, "probe", "/")
+    if sandbox.tier.name == "landlock":  # nothing is hidden by a mount: Landlock refuses to list what it does not grant
+        assert top == run(sandbox, LISTING, "probe", str(ROOT)) == run(sandbox, LISTING, "probe", "/tmp") == \
+            run(sandbox, LISTING, "probe", "/proc") == "PermissionError"
+        return
     system = {"usr", "etc", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "dev", "proc", "tmp", "var"}
     # plus the top folders of the Python install and the virtualenv (e.g. /root/.pyenv, /check/.../.venv)
     python = {Path(p).parts[1] for p in (sys.base_prefix, sys.prefix, *[q for q in sys.path if q.endswith("-packages")])}
     assert set(top) <= system | python
     # the repository root exists at most as a skeleton holding the virtualenv
-    listed = run(sandbox, f"import os\ndef probe():\n    try: return os.listdir({str(ROOT)!r})\n    except OSError: return []")
-    assert set(listed) <= {".venv"}
+    listed = run(sandbox, LISTING, "probe", str(ROOT))
+    assert listed == "FileNotFoundError" or set(listed) <= {".venv"}
 
 
 def test_no_network_not_even_the_hosts_loopback(sandbox):
@@ -75,10 +83,11 @@ def test_no_network_not_even_the_hosts_loopback(sandbox):
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
-        source = ("import socket\ndef probe():\n    s = socket.socket()\n    s.settimeout(1)\n"
-                  f"    try:\n        s.connect(('127.0.0.1', {port})); return 'connected'\n"
+        source = ("import socket\ndef probe():\n"
+                  f"    try:\n        s = socket.socket(); s.settimeout(1); s.connect(('127.0.0.1', {port}))\n"
+                  "        return 'connected'\n"
                   "    except OSError as e:\n        return type(e).__name__")
-        assert run(sandbox, source) != "connected"  # a fresh network namespace: nothing is reachable
+        assert run(sandbox, source) == "PermissionError"  # no socket at all (seccomp), and no network namespace
 
 
 def test_writes_outside_the_private_tmp_fail_and_it_is_private(sandbox, tmp_path):
@@ -94,7 +103,8 @@ def test_writes_outside_the_private_tmp_fail_and_it_is_private(sandbox, tmp_path
 
 
 def test_file_size_is_capped(sandbox):
-    source = ("def probe():\n    try:\n        open('/tmp/big', 'wb').write(b'x' * (8 << 20)); return 'wrote'\n"
+    source = ("import tempfile\ndef probe():\n    try:\n"
+              "        open(tempfile.gettempdir() + '/big', 'wb').write(b'x' * (8 << 20)); return 'wrote'\n"
               "    except OSError as e:\n        return type(e).__name__")
     assert run(sandbox, source) == "OSError"
 
@@ -129,15 +139,18 @@ def test_peak_worker_memory_counts_what_a_worker_allocates():
 
 
 def test_a_setsid_daemon_holding_the_socket_dies_with_its_worker(sandbox):
-    """In every tier: a daemon that left the worker's session keeps the grader's socket open; killing the worker
-    (pid 1 of its pid namespace) must end it too, so the grader's end reads end-of-file."""
+    """In every tier: a daemon that tried to leave the worker's session keeps the grader's socket open; killing the
+    worker (pid 1 of its pid namespace; in tier landlock, its process group) must end it too, so the grader's end
+    reads end-of-file."""
     import os
     import signal
 
     source = ("import os, time\n"
               "def probe():\n"
               "    if os.fork() == 0:\n"
-              "        os.setsid(); time.sleep(60); os._exit(0)\n"
+              "        try: os.setsid()\n"
+              "        except OSError: pass\n"
+              "        time.sleep(60); os._exit(0)\n"
               "    return 1\n")
     worker = sandbox.spawn()
     load(worker, source)
@@ -159,7 +172,9 @@ def test_setsid_daemon_and_fork_storm_die_with_the_worker(sandbox, tmp_path):
               "        except OSError:\n"
               "            break\n"
               "        if pid == 0:\n"
-              "            os.setsid(); time.sleep(60); os._exit(0)\n"
+              "            try: os.setsid()\n"
+              "            except OSError: pass\n"
+              "            time.sleep(60); os._exit(0)\n"
               "        pids.append(pid)\n"
               "    return len(pids)\n")
     worker = sandbox.spawn()
@@ -185,7 +200,10 @@ def test_refuses_when_no_tier_is_available_and_says_why(monkeypatch):
     from autograder.sandbox import tiers
 
     monkeypatch.setattr(tiers, "_can_unshare", lambda flags: False)  # as under Docker's default seccomp profile
-    with pytest.raises(SandboxUnavailable, match="(?s)userns: cannot create a user namespace.*--no-sandbox"):
+    monkeypatch.setattr(tiers.landlocked, "available", lambda: "the kernel has no Landlock")  # and an old kernel
+    with pytest.raises(SandboxUnavailable, match="(?s)userns: cannot create a user namespace.*"
+                                                 "landlock: (the kernel has no Landlock|not running as root).*"
+                                                 "--no-sandbox"):
         Sandbox(TEST_LIMITS, isolate=True, forbidden=FORBIDDEN)
 
 
@@ -274,17 +292,34 @@ def test_worker_memory_holds_no_grader_path(sandbox):
 
 
 def test_seccomp_denies_exec_keyrings_and_namespaces_in_the_worker(sandbox):
-    source = ("import ctypes, os, subprocess\n"
+    source = ("import ctypes, fcntl, os, socket, subprocess\n"
               "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "def errno_of(call):\n"
+              "    try: call(); return 'ran'\n"
+              "    except OSError as e: return e.errno\n"
               "def probe():\n"
-              "    out = {}\n"
-              "    try: subprocess.run(['/bin/true']); out['exec'] = 'ran'\n"
-              "    except OSError as e: out['exec'] = e.errno\n"
+              "    out = {'exec': errno_of(lambda: subprocess.run(['/bin/true']))}\n"
               "    out['add_key'] = libc.syscall(248, b'user', b'k', b'v', 1, -4) == -1 and ctypes.get_errno()\n"
               "    out['unshare'] = libc.unshare(0x10000000) == -1 and ctypes.get_errno()\n"
+              "    out['socket'] = errno_of(lambda: socket.socket(socket.AF_UNIX))\n"
+              "    out['shmget'] = libc.shmget(0x4174, 4096, 0o1666) == -1 and ctypes.get_errno()\n"
+              "    shared = open(os.__file__, 'rb')  # a file every worker may read\n"
+              "    out['flock'] = errno_of(lambda: fcntl.flock(shared, fcntl.LOCK_SH))\n"
+              "    out['lockf'] = errno_of(lambda: fcntl.lockf(shared, fcntl.LOCK_SH))\n"
+              "    out['inotify'] = libc.inotify_init() == -1 and ctypes.get_errno()\n"
+              "    pid = os.fork()\n"
+              "    if pid == 0:  # not a group leader: without the filter both calls would succeed\n"
+              "        left = 0\n"
+              "        for bit, call in ((1, os.setsid), (2, lambda: os.setpgid(0, 0))):\n"
+              "            if errno_of(call) == 'ran': left |= bit\n"
+              "        os._exit(left)\n"
+              "    out['leave group'] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])\n"
               "    return out\n")
     import errno
-    assert run(sandbox, source) == {"exec": errno.EPERM, "add_key": errno.EPERM, "unshare": errno.EPERM}
+    denied = errno.EPERM
+    assert run(sandbox, source) == {"exec": denied, "add_key": denied, "unshare": denied, "socket": denied,
+                                    "shmget": denied, "flock": denied, "lockf": denied, "inotify": denied,
+                                    "leave group": 0}
 
 
 def test_a_dead_template_process_stops_grading_with_its_reason(suite, refs, tmp_path):

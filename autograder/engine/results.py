@@ -38,7 +38,7 @@ class SubmissionResult:
     output: str = ""            # excerpt of what the submission printed while loading and in public checks
     seconds: float = 0.0
     staff_output: str = ""      # what it printed during hidden checks: for the course staff, never in feedback
-    isolation: str = ""         # the sandbox tier it ran in (autograder/sandbox/tiers.py): full | userns | none
+    isolation: str = ""         # the sandbox tier it ran in (autograder/sandbox/tiers.py): full | userns | landlock | none
 
     @property
     def graded(self) -> bool:

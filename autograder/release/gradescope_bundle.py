@@ -14,7 +14,7 @@ from . import zips
 
 PACKAGE_PARTS = ("engine", "sandbox", "integrations")
 LEFT_OUT = {"integrations/nbgrader.py", "integrations/otter.py"}  # need nbgrader / otter, not installed there
-PINNED = ("numpy", "nbformat")  # torch is installed by setup.sh (CPU build)
+PINNED = ("numpy", "nbformat", "pyseccomp", "landlockpy")  # torch is installed by setup.sh (CPU build)
 REFERENCE_SOLUTION = "reference_solution.py"
 STUDENT_MANIFEST = "student_manifest.json"  # the released stubs' hashes: the resolver grades the file that changed
 

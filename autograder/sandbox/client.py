@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import queue
+import shutil
 import signal
 import socket
 import struct
@@ -83,6 +84,15 @@ def peer_pid(sock: socket.socket, timeout: float = 30) -> int:
     raise SandboxUnavailable("a worker did not say hello")
 
 
+def grader_folders() -> list[str]:
+    """This package's folder and, in a checkout, the repository around it (solutions, assignment sources). An
+    installed package's parent is site-packages, which workers must read: only the package itself is hidden then."""
+    package = Path(__file__).resolve().parent.parent
+    if package.parent.name in ("site-packages", "dist-packages"):
+        return [str(package)]
+    return [str(package), str(package.parent)]
+
+
 class Sandbox:
     def __init__(self, limits: Limits = Limits(), isolate: bool = True, secrets: list[str] = (), slots: int = 8, *,
                  forbidden: list[str]):
@@ -102,12 +112,15 @@ class Sandbox:
             stdout=self._log, stderr=self._log, start_new_session=True,
         )
         child_end.close()
-        package_dir = str(Path(__file__).resolve().parent.parent)
         self._uids = UidBlock.claim() if self.tier.own_uids else None
-        config = {"isolate": isolate, "tier": self.tier.name, "limits": limits.to_json(),
+        self._tmp_base = None  # tier landlock: the folder holding each worker's private directory (w-<pid>)
+        if self.tier.name == "landlock":
+            self._tmp_base = tempfile.mkdtemp(prefix="autograder-tmp-")
+            os.chmod(self._tmp_base, 0o711)  # workers may pass through to their own folder, not list the others
+        config = {"isolate": isolate, "tier": self.tier.name, "limits": limits.to_json(), "tmp_base": self._tmp_base,
                   "forbidden": self.forbidden,
                   "grader_maps_ids": self.tier.name == "userns" and self.tier.own_uids,
-                  "secrets": sorted({package_dir, str(Path(package_dir).parent), self._code.name,
+                  "secrets": sorted({*grader_folders(), self._code.name,
                                      *map(str, secrets)})}
         self._ctl.sendall(json.dumps(config).encode())
         self._ready = False
@@ -204,7 +217,7 @@ class Sandbox:
                     raise SandboxUnavailable(f"a worker died before it started ({e}): {self._zygote_log()}") from None
         except BaseException:
             parent_end.close()
-            self._cleanup.put(group)
+            self._cleanup.put((group, None))
             raise
         finally:
             child_end.close()
@@ -217,11 +230,19 @@ class Sandbox:
         return worker
 
     def _clean_up_killed(self) -> None:
-        """Background: wait until a killed worker's group is empty, then give its slot to the next worker."""
-        while (group := self._cleanup.get()) is not STOP:
+        """Background: wait until a killed worker's group is empty and remove its private folder (tier landlock),
+        then give its slot to the next worker."""
+        while (item := self._cleanup.get()) is not STOP:
+            group, private_tmp = item
             if group is not None:
                 group.drain()
+            if private_tmp is not None:
+                shutil.rmtree(private_tmp, ignore_errors=True)
             self._slots.put(group)
+
+    def private_tmp(self, pid: int) -> str | None:
+        """Tier landlock: the private folder of the worker with this pid (made by the worker itself)."""
+        return None if self._tmp_base is None else os.path.join(self._tmp_base, f"w-{pid}")
 
     def peak_worker_memory(self) -> int | None:
         """The most memory one worker has used so far, in bytes, from the per-slot cgroups (None without them).
@@ -249,6 +270,8 @@ class Sandbox:
             self._proc.wait()
         self._log.close()
         self._code.cleanup()
+        if self._tmp_base is not None:
+            shutil.rmtree(self._tmp_base, ignore_errors=True)
         if self._uids is not None:
             self._uids.release()
 
@@ -314,4 +337,4 @@ class Worker:
                 os.killpg(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self.sandbox._cleanup.put(self.group)
+        self.sandbox._cleanup.put((self.group, self.sandbox.private_tmp(self.pid)))

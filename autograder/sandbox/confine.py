@@ -33,14 +33,19 @@ def enter_namespaces() -> None:
 
 
 def private_mounts(uid: int, tmp_bytes: int, tmp_dir: str) -> None:
-    """A fresh /proc for the new pid namespace, and a private tmpfs at `tmp_dir` (TMPDIR and HOME point there)."""
+    """A fresh /proc for the new pid namespace, and a private tmpfs at `tmp_dir`."""
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
     linux.mount("tmpfs", tmp_dir, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV,
                 f"size={tmp_bytes},mode=0700,uid={uid},gid={uid}")
+
+
+def use_private_tmp(tmp_dir: str) -> None:
+    """TMPDIR, HOME, matplotlib's config folder and the working directory: the worker's private directory."""
     for name in ("TMPDIR", "HOME", "MPLCONFIGDIR"):
         os.environ[name] = tmp_dir
     tempfile.tempdir = tmp_dir
+    os.chdir(tmp_dir)
 
 
 def apply_rlimits(limits: dict, keep_address_space: bool) -> None:

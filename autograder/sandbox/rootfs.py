@@ -25,9 +25,9 @@ def python_dirs(secrets: list[str]) -> list[str]:
     wanted = {sys.base_prefix, sys.prefix, *[p for p in sys.path if p and os.path.isdir(p)]}
     keep = []
     for p in sorted(os.path.realpath(x) for x in wanted):
-        if any(_inside(s, p) for s in secrets) and not _inside(p, sys.prefix):
+        if any(inside(s, p) for s in secrets) and not inside(p, sys.prefix):
             continue  # e.g. the repository root put on sys.path by an editable install
-        if not any(_inside(p, k) for k in keep):
+        if not any(inside(p, k) for k in keep):
             keep.append(p)
     return keep
 
@@ -50,13 +50,13 @@ def enter_secret_free_root(secrets: list[str], keep_proc: bool = False) -> str:
     for path in kept:
         _bind_readonly(path, new + path)
     for secret in secrets:  # a secret inside something we kept (an installed package's data): hide it
-        if any(_inside(secret, k) for k in kept) and os.path.isdir(new + secret):
+        if any(inside(secret, k) for k in kept) and os.path.isdir(new + secret):
             linux.mount("tmpfs", new + secret, "tmpfs", linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV, "size=4k")
     os.makedirs(new + "/dev", mode=0o755)
     for name in DEVICES:
         open(f"{new}/dev/{name}", "w").close()
         linux.mount(f"/dev/{name}", f"{new}/dev/{name}", None, linux.MS_BIND)
-    private_tmp = next(d for d in PRIVATE_TMP_CHOICES if not any(_inside(k, d) for k in kept))
+    private_tmp = next(d for d in PRIVATE_TMP_CHOICES if not any(inside(k, d) for k in kept))
     for mountpoint in ("/proc", private_tmp, "/.old"):
         os.makedirs(new + mountpoint, mode=0o755, exist_ok=True)
     if keep_proc:  # inside a user namespace a fresh /proc may be mounted only where one is already visible
@@ -85,5 +85,5 @@ def _kept_flags(path: str) -> int:
     return sum(ms for st, ms in kept.items() if flags & st)
 
 
-def _inside(path: str, parent: str) -> bool:
+def inside(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")

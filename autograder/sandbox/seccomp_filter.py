@@ -14,6 +14,12 @@ to list them all safely.
   clone; on s390 they are argument 1. clone3 returns ENOSYS, because its flags sit in a struct that seccomp
   cannot read. glibc then falls back to clone, which we can filter (Docker's default profile does the same).
   CLONE_NEWTIME exists only for clone3 and unshare, and unshare is denied outright.
+- Channels between workers that tier ``landlock`` (no namespaces) would otherwise leave open, denied in every tier
+  so the tiers behave alike: socket (network, abstract Unix sockets; socketpair still works), SysV IPC and POSIX
+  message queues (host-wide without an IPC namespace), flock, fcntl record locks and inotify (a lock or a watch on a
+  file every uid may read, /usr/lib/python3.11/os.py, is a signal from one worker to another).
+- setsid and setpgid are denied: the worker calls setsid once, before the filter, and then neither it nor anything
+  it forks can leave that process group, so killing the group kills every descendant even without a pid namespace.
 - personality is denied except the read-only query 0xffffffff. libseccomp cannot also allow 0 in the same rule.
 - Syscalls from another ABI (i386 int 0x80, x32 numbers >= 0x40000000) kill the process (libseccomp's bad-arch
   check plus ACT_BADARCH = KILL_PROCESS). Nothing legitimate in a worker makes them.
@@ -59,7 +65,14 @@ DENIED: tuple[str, ...] = (
     "open_by_handle_at", "name_to_handle_at", "iopl", "ioperm", "swapon", "swapoff", "reboot", "vhangup",
     "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "acct", "quotactl", "quotactl_fd",
     "execve", "execveat",                                                    # no new programs (see above)
+    "socket",                                               # no network, no abstract Unix socket (see above)
+    "setsid", "setpgid",                                    # no leaving the worker's process group (see above)
+    # SysV IPC and POSIX message queues (host-wide where there is no IPC namespace)
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop",
+    "semctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+    "flock", "inotify_init", "inotify_init1", "inotify_add_watch",  # locks and watches on files every uid can read
 )
+F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW = 6, 7, 37, 38  # fcntl record locks: the same channel as flock
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 NS_FLAGS = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET)
@@ -84,6 +97,8 @@ def _build():
         rule(deny, name)
     for flag in NS_FLAGS:
         rule(deny, "clone", _sc.Arg(0, _sc.MASKED_EQ, flag, flag))
+    for command in (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW):
+        rule(deny, "fcntl", _sc.Arg(1, _sc.EQ, command))
     rule(_sc.ERRNO(errno.ENOSYS), "clone3")
     rule(deny, "personality", _sc.Arg(0, _sc.NE, PERSONALITY_QUERY))
     return f

@@ -7,7 +7,9 @@ found still working, normally none) and (when isolating) it has moved into the s
 grader's paths. Then, per worker, the grader sends ``{"uid"}`` with one file descriptor attached (the worker's end of
 a fresh socket pair); the zygote forks and answers ``{"forked"}``. The forked child first sends one byte, whose
 SCM_CREDENTIALS tell the grader its pid as the grader sees it (in tier ``userns`` the zygote lives in a pid
-namespace of its own), then confines itself, checks the canary, and serves the grader on that descriptor.
+namespace of its own), then confines itself, checks the canary, and serves the grader on that descriptor. In tier
+``landlock`` there are no namespaces: the zygote computes once what workers may read (`landlocked.view`), and each
+worker restricts itself to that, a private directory and its own /proc/<pid>.
 """
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ import torch.nn.functional  # noqa: E402,F401
 torch.set_num_threads(1)
 torch.set_num_interop_threads(1)
 
-from . import confine, forbid, frames, linux, rootfs, seccomp_filter, worker  # noqa: E402,F401 (seccomp_filter
-# loads libseccomp here, before the root changes)
+from . import confine, forbid, frames, landlocked, linux, rootfs, seccomp_filter, worker  # noqa: E402,F401
+# (seccomp_filter loads libseccomp here, before the root changes)
 
 PRELOAD = ("math", "numpy", "typing", "warnings", "functools", "itertools", "collections", "dataclasses", "random",
            "time", "inspect", "gc", "copy", "einops", "matplotlib", "matplotlib.pyplot")
@@ -73,12 +75,30 @@ def recv_request(ctl: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(data), list(fds)
 
 
+WORKERS: set[int] = set()  # pids of the workers forked and not yet reaped
+
+
 def reap(*_):
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+    """Reap every exited child. For a worker, first kill what is left of its process group (which nothing it started
+    can leave: see seccomp_filter), while the zombie still holds its pid: a worker's death ends all it started, in
+    tier landlock too, where no pid namespace does it."""
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        if info is None:
+            return
+        if info.si_pid in WORKERS:
+            WORKERS.discard(info.si_pid)
+            try:
+                os.killpg(info.si_pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.waitpid(info.si_pid, 0)
+        except ChildProcessError:
             pass
-    except ChildProcessError:
-        pass
 
 
 def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
@@ -91,13 +111,21 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
     sock.send(b"\0")  # the kernel attaches our pid, translated into the grader's pid namespace
     limits = config["limits"]
     go, _ = frames.recv(sock, max_bytes=0)  # the grader has put us in our cgroup
+    landlock = config["tier"] == "landlock"
     try:
         if config["isolate"]:
-            confine.enter_namespaces()
-            confine.private_mounts(uid, limits["tmp_bytes"], config["private_tmp"])
+            if landlock:  # no namespaces: a private directory on disk, Landlock for the view (below)
+                private_tmp = landlocked.make_private_tmp(config["tmp_base"], uid)
+            else:
+                private_tmp = config["private_tmp"]
+                confine.enter_namespaces()
+                confine.private_mounts(uid, limits["tmp_bytes"], private_tmp)
+            confine.use_private_tmp(private_tmp)
             if not uid:  # tier userns for an ordinary user
                 confine.own_user_namespace()
             confine.apply_rlimits(limits, keep_address_space=go.get("memory_cgroup", False))
+            if landlock:
+                landlocked.restrict(config.pop("readable"), private_tmp)
             confine.drop_privileges(uid)
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the credential change: set it again
             confine.apply_seccomp()
@@ -110,7 +138,7 @@ def child(job_fd: int, ctl: socket.socket, config: dict, uid: int) -> None:
     os.closerange(job_fd + 1, 1 << 16)
     w = worker.Worker(sock, limits["output_excerpt"])
     if config["isolate"]:
-        w.output_path = worker.redirect_output(config["private_tmp"], cap=limits["file_bytes"] // 2)
+        w.output_path = worker.redirect_output(private_tmp, cap=limits["file_bytes"] // 2)
     frames.send(sock, {"ok": True, "ready": True, "available": forbid.canary(config["forbidden"])})
     del config, go
     w.serve()
@@ -146,9 +174,13 @@ def main() -> None:
     forbid.disable(config["forbidden"])
     available = forbid.probe(config["forbidden"]) + forbid.canary(config["forbidden"])  # also warms the canary
     pid_namespaces = None
-    if config["isolate"]:
+    if config["isolate"] and config["tier"] == "landlock":
+        config["readable"] = landlocked.view(config["secrets"])  # what each worker may read (it restricts itself)
+        linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)  # orphans of a worker's processes are ours to reap
+    elif config["isolate"]:
         pid_namespaces = confine.PidNamespaces()
         config["private_tmp"] = rootfs.enter_secret_free_root(config["secrets"], keep_proc=config["tier"] == "userns")
+    if config["isolate"]:
         forget_grader_paths(config)
     signal.signal(signal.SIGCHLD, reap)
     ctl.sendall(json.dumps({"ready": True, "available": sorted(set(available))}).encode())
@@ -161,8 +193,10 @@ def main() -> None:
             continue
         if pid_namespaces is not None:
             pid_namespaces.before_fork()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # reap() must know the pid before it can exit
         pid = os.fork()
         if pid == 0:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
             code = 0
             try:
                 child(fds[0], ctl, config, request["uid"])
@@ -170,6 +204,8 @@ def main() -> None:
                 code = 70
             finally:
                 os._exit(code)
+        WORKERS.add(pid)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         for fd in fds:
             os.close(fd)
         ctl.sendall(b'{"forked": true}')  # the grader takes the pid from the child's own credentials (peer_pid)
