@@ -71,6 +71,24 @@ def test_check_passes_after_release_and_fails_after_editing_a_generated_file(rel
     assert run_release(root, ID, check=True) == 1
 
 
+def test_a_release_touches_only_its_own_outputs(released, tmp_path):
+    """Another chapter's student folder, solutions and dist/ bundles survive this chapter's release; a stray file in
+    this chapter's own dist/ folder is removed (and --check reports it first)."""
+    root = tmp_path / "copy"
+    shutil.copytree(released, root)
+    others = [root / "student_template" / "other" / "x.py", root / "solutions" / "other" / "x.py",
+              root / "dist" / "other" / "gradescope_autograder.zip"]
+    for path in others:
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"another chapter's file")
+    stray = root / "dist" / ID / "stale.zip"
+    stray.write_bytes(b"old")
+    assert run_release(root, ID, check=True) == 1
+    assert run_release(root, ID, check=False) == 0
+    assert not stray.exists() and all(path.read_bytes() == b"another chapter's file" for path in others)
+    assert run_release(root, ID, check=True) == 0
+
+
 MODULE = f"{SRC}/attention.py"
 
 
@@ -183,7 +201,7 @@ def test_release_ships_the_clean_solution_as_the_reference_and_no_fixed_referenc
     generated = json.loads((grading / "release_manifest.json").read_text(encoding="utf-8"))["generated"]
     assert f"autograder/assignments/{ID}/reference_solution.py" in generated
     assert not any(p.endswith(".npz") for p in generated)
-    bundle = zips.read((released / "dist" / "gradescope_autograder.zip").read_bytes())
+    bundle = zips.read((released / "dist" / "attention" / "gradescope_autograder.zip").read_bytes())
     assert bundle[f"package/autograder/assignments/{ID}/reference_solution.py"] == (grading / "reference_solution.py").read_bytes()
     assert not any(name.endswith(".npz") for name in bundle)
 

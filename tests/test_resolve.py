@@ -238,7 +238,7 @@ def test_gradescope_zip_gives_full_marks_to_the_released_folder_and_to_a_renamed
     import zipfile
 
     root = tmp_path / "gradescope"
-    with zipfile.ZipFile(ROOT / "dist" / "gradescope_autograder.zip") as archive:
+    with zipfile.ZipFile(ROOT / "dist" / "attention" / "gradescope_autograder.zip") as archive:
         archive.extractall(root / "source")
     (root / "source" / "run_autograder").chmod(0o755)
     if upload == "Attention.py":

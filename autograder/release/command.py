@@ -25,7 +25,7 @@ class Release:
 
     @property
     def owned_dirs(self) -> list[str]:
-        return [f"solutions/{self.spec.id}", f"student_template/{self.spec.id}", "dist"]
+        return [f"solutions/{self.spec.id}", f"student_template/{self.spec.id}", f"dist/{self.spec.id}"]
 
 
 def stamp(spec: Spec, text: str) -> str:
@@ -122,7 +122,8 @@ def build(root: Path, assignment: str) -> Release:
     out["nbgrader_config.py"] = notebook.nbgrader_config(source_only=_source_only(spec.root)).encode("utf-8")
     if suite is not None and nbs is not None:
         otter = otter_bundle.build(nbs.source, spec.notebook, spec.id, suite, notebook.CODE_STUB)
-        shown = {p.removeprefix("dist/"): b for p, b in otter.items() if p.startswith("dist/otter_student/")}
+        otter_student = f"dist/{spec.id}/otter_student/"
+        shown = {p.removeprefix(f"dist/{spec.id}/"): b for p, b in otter.items() if p.startswith(otter_student)}
         problems = leaks.find_leaks(shown, release.secrets)
         if problems:
             raise ReleaseError("leak guard: the otter student notebook would reveal the solution:\n  "

@@ -1,4 +1,5 @@
-"""dist/gradescope_autograder.zip: setup.sh, run_autograder and the grading part of this package as a source tree.
+"""dist/<id>/gradescope_autograder.zip: setup.sh, run_autograder and the grading part of this package as a source
+tree.
 
 The package tree holds what grading needs and nothing else: `autograder/{engine,sandbox,integrations}` (minus the
 nbgrader and otter plugins), the assignment's checks, cases and the reference solution written by this very release
@@ -141,4 +142,5 @@ def build(assignment: str, reference_solution: bytes | None, student_manifest: b
                                                        dependencies=f'"torch=={torch}", {deps}').encode()
     files["setup.sh"] = SETUP.format(torch=torch).encode()
     files["run_autograder"] = RUN.encode()
-    return {"dist/gradescope_autograder.zip": zips.build(files, executables={"setup.sh", "run_autograder"})}
+    archive = zips.build(files, executables={"setup.sh", "run_autograder"})
+    return {f"dist/{assignment}/gradescope_autograder.zip": archive}

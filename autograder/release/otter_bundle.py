@@ -1,5 +1,5 @@
-"""dist/otter_autograder.zip and dist/otter_student/<notebook>: `otter assign` run on a master notebook generated
-from the nbgrader source notebook, then normalised so that the same source always gives the same bytes.
+"""dist/<id>/otter_autograder.zip and dist/<id>/otter_student/<notebook>: `otter assign` run on a master notebook
+generated from the nbgrader source notebook, then normalised so that the same source always gives the same bytes.
 
 Master notebook: the source notebook's cells in order; each graded function's defining cell (the one before its
 autograded grade cell) becomes an otter question named after the function, worth the function's points, whose
@@ -8,7 +8,7 @@ public tests are `otter_public_tests` (exception-based, `ok_format: false`). Sol
 `autograder.integrations.otter.IsolatedGrader` is configured in the zip's otter_config.json: scores come from the
 isolated engine. The zip keeps what `otter run -a` reads (otter_config.json, tests/) and drops otter's Gradescope
 image files (setup.sh, environment.yml: they would not install this package); Gradescope gets
-dist/gradescope_autograder.zip instead.
+dist/<id>/gradescope_autograder.zip instead.
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ Use / 用法:  otter run -a otter_autograder.zip SUBMISSION.ipynb
 Scores come from the isolated engine (plugin {plugin}); the
 tests/ here are the public tests students see through grader.check(...).
 The machine running otter needs this repository's package installed (pip install -e . in its venv).
-For Gradescope upload dist/gradescope_autograder.zip, not this file.
-分数来自隔离评分引擎；tests/ 中只有学生也能看到的公开测试。上传 Gradescope 请用 dist/gradescope_autograder.zip。
+For Gradescope upload dist/{assignment}/gradescope_autograder.zip, not this file.
+分数来自隔离评分引擎；tests/ 中只有学生也能看到的公开测试。上传 Gradescope 请用 dist/{assignment}/gradescope_autograder.zip。
 """
 _cache: dict[str, dict[str, bytes]] = {}
 
@@ -145,13 +145,13 @@ def _run_otter_assign(master: str, notebook: str) -> tuple[bytes, bytes]:
 
 
 def build(source_nb: str, notebook: str, assignment: str, suite, stub: str) -> dict[str, bytes]:
-    """dist/ outputs of the otter path (cached by master notebook content within one process)."""
+    """dist/<assignment>/ outputs of the otter path (cached by master notebook content within one process)."""
     master = master_notebook(source_nb, assignment, suite, stub)
     key = hashlib.sha256(master.encode()).hexdigest()
     if key not in _cache:
         zip_bytes, student = _run_otter_assign(master, notebook)
         files = {name: data for name, data in zips.read(zip_bytes).items() if name.startswith(KEEP)}
-        files["README.txt"] = README.format(plugin=PLUGIN).encode("utf-8")
-        _cache[key] = {"dist/otter_autograder.zip": zips.build(files),
-                       f"dist/otter_student/{notebook}": _normalise_notebook(student.decode("utf-8"))}
+        files["README.txt"] = README.format(plugin=PLUGIN, assignment=assignment).encode("utf-8")
+        _cache[key] = {f"dist/{assignment}/otter_autograder.zip": zips.build(files),
+                       f"dist/{assignment}/otter_student/{notebook}": _normalise_notebook(student.decode("utf-8"))}
     return dict(_cache[key])
