@@ -13,16 +13,17 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-demo: $(STAMP)  ## grade the shipped demo class
-	$(BIN)/autograder grade examples/demo_class --out build/demo --resume
+demo: $(STAMP)  ## grade the shipped demo class of every assignment: examples/<id>_class -> build/demo/<id>
+	set -e; for class in examples/*_class; do id=$$(basename $$class _class); \
+	  $(BIN)/autograder grade $$class --assignment $$id --out build/demo/$$id --resume; done
 
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest
 
-release: $(STAMP)  ## regenerate student_template/, solutions/ and the hidden references from assignments/
+release: $(STAMP)  ## regenerate student_template/<id>/, solutions/<id>/, dist/<id>/ and the hidden references, every assignment
 	$(BIN)/autograder release
 
-release-check: $(STAMP)  ## verify the committed release matches the source, writing nothing
+release-check: $(STAMP)  ## verify every assignment's committed release matches its source, writing nothing
 	$(BIN)/autograder release --check
 
 bench: $(STAMP)  ## class-grading speed, side by side with nbgrader

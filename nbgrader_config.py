@@ -5,12 +5,12 @@ c = get_config()  # noqa: F821
 c.CourseDirectory.source_directory = "assignments"
 c.CourseDirectory.release_directory = "student_template"
 # Any glob but the literal "*" makes `--force` replace only the notebooks it regenerates, instead of deleting
-# the whole student_template/<id>/ (which `autograder release` also writes: attention.py, run.py, README.md).
+# the whole student_template/<id>/ (which `autograder release` also writes: the module, run.py, README.md).
 c.CourseDirectory.notebook_id = "?*"
-# generate_assignment and autograde copy every other file of assignments/<id>/ (attention.py holds the solution!):
+# generate_assignment and autograde copy every other file of assignments/<id>/ (the module holds the solution!):
 # copy none of them. Caveat: nbgrader's exchange (release_assignment/fetch) reads the same list, so hand out
 # student_template/<id>/ directly rather than through the exchange.
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "assignment.toml", "attention.py", "audit.py", "handout.md", "notebook.py", "run.py"]
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "assignment.toml", "attention.py", "audit.py", "decoder.py", "handout.md", "notebook.py", "run.py"]
 
 # The stub that replaces each solution region (the bilingual hint is in the comments above it).
 c.ClearSolutions.code_stub = {"python": "raise NotImplementedError(\"TODO: 见上方提示 / see the hint above\")"}

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
-                  help="Isolated, diagnosing autograder for the attention assignment.")
+                  help="Isolated, diagnosing autograder for the course's assignments (autograder/assignments/<id>/).")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXIT_USAGE, EXIT_SANDBOX = 2, 3
@@ -17,20 +17,34 @@ EXIT_USAGE, EXIT_SANDBOX = 2, 3
 @app.command()
 def release(
     check: bool = typer.Option(False, "--check", help="Verify the committed release matches the source; write nothing."),
-    assignment: str = typer.Option("attention", help="Assignment id (a folder under assignments/)."),
+    assignment: str = typer.Option(None, help="Assignment id (a folder under assignments/); default: every one."),
     root: Path = typer.Option(REPO_ROOT, help="Repository root."),
 ) -> None:
-    """Regenerate student_template/, solutions/ and the hidden references from assignments/<id>/."""
+    """Regenerate student_template/<id>/, solutions/<id>/, dist/<id>/ and the hidden references from assignments/<id>/."""
+    from autograder.assignments import discover
     from autograder.release.command import run_release
 
-    raise typer.Exit(run_release(root=root, assignment=assignment, check=check))
+    ids = [assignment] if assignment else list(discover())
+    codes = [run_release(root=root, assignment=one, check=check) for one in ids]
+    raise typer.Exit(max(codes, default=0))
+
+
+def _assignment(given: str | None, path: Path):
+    """The --assignment named, else the one the submissions are for (see `autograder.assignments.infer`)."""
+    from autograder.assignments import UnknownAssignment, get, infer
+
+    try:
+        return get(given) if given else infer(path)
+    except UnknownAssignment as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_USAGE)
 
 
 @app.command()
 def grade(
     submissions: Path = typer.Argument(..., help="A file, a folder of students, an nbgrader course root, or a zip."),
     out: Path = typer.Option(Path("build/grades"), "--out", "-o", help="Output folder (gradebook, CSV, feedback, report)."),
-    assignment: str = typer.Option("attention", help="Assignment id."),
+    assignment: str = typer.Option(None, help="Assignment id; default: the one the submissions' file names are for."),
     jobs: int = typer.Option(os.cpu_count() or 2, "--jobs", "-j", min=1, help="Submissions graded at once."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: keep results whose file and checks are unchanged."),
     force: bool = typer.Option(False, "--force", help="Regrade everything, discarding earlier results."),
@@ -43,7 +57,6 @@ def grade(
                                "layout only for a course root (submitted/ beside nbgrader_config.py or gradebook.db)."),
 ) -> None:
     """Grade one submission or a whole class into OUT."""
-    from autograder.assignments import spec
     from autograder.sandbox.client import Sandbox, SandboxUnavailable  # no torch yet: the zygote starts first
     from autograder.sandbox.limits import Limits
 
@@ -51,12 +64,13 @@ def grade(
         raise typer.BadParameter("--resume and --force exclude each other")
     if layout not in ("auto", "folders", "nbgrader"):
         raise typer.BadParameter("--layout is auto, folders or nbgrader")
+    spec = _assignment(assignment, submissions)
     limits = Limits(memory_bytes=memory_mib << 20, total_seconds=timeout, call_seconds=call_timeout)
     secrets = [str(out.resolve()), str(submissions.resolve())]
     try:
         with Sandbox(limits, isolate=not no_sandbox, secrets=secrets, slots=2 * jobs,
-                     forbidden=list(spec(assignment).FORBIDDEN)) as sandbox:
-            _grade(submissions, out, assignment, limits, sandbox, not no_sandbox, jobs,
+                     forbidden=list(spec.forbidden)) as sandbox:
+            _grade(submissions, out, spec, limits, sandbox, not no_sandbox, jobs,
                    "resume" if resume else "force" if force else "new", quiet, layout)
     except SandboxUnavailable as e:
         typer.echo(f"error: {e}", err=True)
@@ -108,10 +122,11 @@ def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, q
 
 @app.command()
 def check(
-    path: Path = typer.Argument(Path("."), help="Your assignment folder (or your attention.py / attention.ipynb)."),
+    path: Path = typer.Argument(Path("."), help="Your assignment folder (or the file you wrote)."),
     lang: str = typer.Option(None, "--lang", help="zh or en (default: the course's language)."),
-    plot: bool = typer.Option(False, "--plot", help="Also save attention pictures (PNG) next to your file."),
-    assignment: str = typer.Option("attention", help="Assignment id."),
+    plot: bool = typer.Option(False, "--plot", help="Also save pictures (PNG) of your results next to your file, "
+                              "when the assignment has them."),
+    assignment: str = typer.Option(None, help="Assignment id; default: the one your folder's release is for."),
 ) -> None:
     """Students: run the public tests on your own code, offline, and see what to fix."""
     from autograder.student.check import run_check_command

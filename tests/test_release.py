@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autograder.assignments import discover
 from autograder.release import leaks, markers
 from autograder.release.command import build, run_release
 from autograder.release.errors import ReleaseError
@@ -222,6 +223,26 @@ def test_nbgrader_generate_assignment_writes_the_same_student_notebook(released,
     assert (tmp_path / STUDENT / "attention.ipynb").read_bytes() == ours
 
 
-def test_committed_release_matches_the_source():
-    """The repository's own generated files are up to date (`autograder release --check`)."""
-    assert run_release(REPO, ID, check=True) == 0
+@pytest.mark.parametrize("assignment", sorted(discover()))
+def test_committed_release_matches_the_source(assignment):
+    """The repository's own generated files are up to date (`autograder release --check`), for every assignment."""
+    assert run_release(REPO, assignment, check=True) == 0
+
+
+def test_every_assignment_releases_in_either_order_with_no_solution_line_in_student_files(tmp_path):
+    """Releasing one assignment leaves another's release up to date (shared nbgrader_config.py included), and no
+    student file of any assignment holds a solution line or a marker."""
+    ids = sorted(discover())
+    for order in (ids, ids[::-1]):
+        root = tmp_path / "-".join(order)
+        for assignment in ids:
+            shutil.copytree(REPO / "assignments" / assignment, root / "assignments" / assignment,
+                            ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+        for assignment in order:
+            assert run_release(root, assignment, check=False) == 0
+        for assignment in ids:
+            assert run_release(root, assignment, check=True) == 0, (order, assignment)
+            student = root / "student_template" / assignment
+            files = {p.name: p.read_bytes() for p in student.iterdir() if p.name != "manifest.json"}
+            assert leaks.find_leaks(files, build(root, assignment).secrets) == []
+            assert not any(b"BEGIN SOLUTION" in data or b"END SOLUTION" in data for data in files.values())

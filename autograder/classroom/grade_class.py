@@ -43,9 +43,10 @@ def suite_fingerprint(suite: Suite) -> str:
     results are regraded. (The references are a function of cases.py, reference_solution.py and each student's
     seed; the sandbox decides what a worker can do and what comes back, e.g. the forbidden-API block.)"""
     h = hashlib.sha256()
-    files = sorted(suite.directory.glob("*.py"))  # checks, diagnosis, cases and reference_solution.py
-    if suite.directory / "reference_solution.py" not in files:
-        raise FileNotFoundError(f"{suite.directory / 'reference_solution.py'} is missing: run `autograder release`")
+    own = PACKAGE / "assignments" / suite.assignment
+    files = sorted(own.glob("*.py"))  # spec, checks, diagnosis, cases and reference_solution.py
+    if own / "reference_solution.py" not in files:
+        raise FileNotFoundError(f"{own / 'reference_solution.py'} is missing: run `autograder release`")
     files += [p for part in SCORING for p in sorted((PACKAGE / part).glob("*.py"))]
     for path in files:
         h.update(str(path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE.parent) else path.name).encode()

@@ -42,7 +42,7 @@ NBGRADER_MARKERS = ("nbgrader_config.py", "gradebook.db")
 
 def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout: str = "auto",
                      assignment: str | None = None) -> list[Entry]:
-    """Entries sorted by student; `names` are the graded file names (e.g. attention.py, attention.ipynb).
+    """Entries sorted by student; `names` are the graded file names (the spec's submission_files).
     `layout`: "folders" (every child of the folder is a student), "nbgrader" (the children of its `submitted/`),
     or "auto" (nbgrader's only for a course root: `submitted/` beside `nbgrader_config.py` or `gradebook.db`).
     `assignment` names the release whose stubs a student's untouched files are recognised by (engine.resolve)."""

@@ -1,8 +1,8 @@
 """Checks: pytest-style test functions with points, a stable name, a visibility and a bilingual message.
 
-    @check(points=1, function="causal_mask", visibility="public",
-           zh="因果 mask 的 dtype 与形状", en="causal mask dtype and shape")
-    def mask_dtype_shape(student):
+    @check(points=1, function="softmax", visibility="public",
+           zh="softmax 的形状", en="softmax shape")
+    def softmax_shape(student):
         ...
 
 A check function takes the fixtures it names: `student` (the submission's API, see `student.py`) and `refs`
@@ -14,9 +14,11 @@ import importlib
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 import torch
+
+from autograder.assignments import Assignment, get
 
 VISIBILITIES = ("public", "hidden")
 
@@ -49,20 +51,32 @@ def check(*, points: float, function: str, zh: str, en: str, visibility: str = "
 
 @dataclass(frozen=True)
 class Suite:
-    """An assignment's grading material: its checks in order, forbidden APIs, references, submission names."""
-    assignment: str
+    """An assignment's grading material: its spec and its checks in order (public and hidden)."""
+    spec: Assignment
     checks: tuple[Check, ...]
-    forbidden: dict[str, str]       # qualified API name -> why it is forbidden
-    submission_files: tuple[str, ...]
-    directory: Path
+
+    @property
+    def assignment(self) -> str:
+        return self.spec.id
+
+    @property
+    def forbidden(self) -> Mapping[str, str]:   # qualified API name (or op:<glob>) -> why it is forbidden
+        return self.spec.forbidden
+
+    @property
+    def submission_files(self) -> tuple[str, ...]:
+        return self.spec.submission_files
+
+    @property
+    def directory(self) -> Path:
+        return self.spec.directory
 
     @property
     def max_score(self) -> float:
         return sum(c.points for c in self.checks)
 
     def public(self) -> "Suite":
-        return Suite(self.assignment, tuple(c for c in self.checks if c.visibility == "public"), self.forbidden,
-                     self.submission_files, self.directory)
+        return Suite(self.spec, tuple(c for c in self.checks if c.visibility == "public"))
 
     def references(self, seed: int) -> dict[str, torch.Tensor]:
         """One student's hidden inputs (drawn from `seed`) and their expected outputs, computed by `cases.py` from
@@ -72,12 +86,16 @@ class Suite:
         return references(self.assignment, self.directory, seed)
 
 
-def load_suite(assignment: str) -> Suite:
-    """Import `autograder.assignments.<assignment>.checks` and collect its checks in definition order."""
-    module = importlib.import_module(f"autograder.assignments.{assignment}.checks")
+def load_suite(assignment: str | Assignment) -> Suite:
+    """The assignment's spec and the checks of its `checks.py`, in definition order. Every check grades one of
+    the spec's `functions`, and every function has a check."""
+    spec = assignment if isinstance(assignment, Assignment) else get(assignment)
+    module = importlib.import_module(f"{spec.package}.checks")
     checks = tuple(v.__check__ for v in vars(module).values() if hasattr(v, "__check__"))
     names = [c.name for c in checks]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate check names in {module.__name__}")
-    return Suite(assignment, checks, dict(getattr(module, "FORBIDDEN", {})),
-                 tuple(getattr(module, "SUBMISSION_FILES", ())), Path(module.__file__).parent)
+    graded = {c.function for c in checks}
+    if graded != set(spec.functions):
+        raise ValueError(f"{module.__name__}: checks grade {sorted(graded)}, the spec lists {sorted(spec.functions)}")
+    return Suite(spec, checks)

@@ -60,14 +60,13 @@ def tensor(value, what: str, shape=None, dtype=None, diagnose=None) -> torch.Ten
     return value
 
 
-NOT_A_PAIR = Diagnosis("not_a_pair", "函数必须返回两个张量组成的元组 (output, weights)，不能只返回一个。",
-                      "The function must return a tuple of two tensors, (output, weights), not a single value.")
-
-
-def pair(value, what: str):
-    """`value` must be a tuple or list of exactly two items (e.g. (output, weights))."""
+def pair(value, what: str, names: tuple[str, str]):
+    """`value` must be a tuple or list of exactly two items, named `names` in messages (e.g. ("output", "mask"))."""
     if not isinstance(value, (tuple, list)) or len(value) != 2:
-        fail(f"{what} should return a pair (output, weights)", f"{what} 应返回二元组 (output, weights)", NOT_A_PAIR,
+        shown = f"({', '.join(names)})"
+        fail(f"{what} should return a pair {shown}", f"{what} 应返回二元组 {shown}",
+             Diagnosis("not_a_pair", f"函数必须返回两个张量组成的元组 {shown}，不能只返回一个。",
+                       f"The function must return a tuple of two tensors, {shown}, not a single value."),
              (f"(got {_describe(value)})", f"（实际是 {_describe(value)}）"))
     return value
 

@@ -1,7 +1,7 @@
 """Find ready-made APIs in a submission's source before it runs (the worker also records calls at run time).
 
 Returns, for each top-level function or class of the submission, the forbidden APIs its body refers to: attribute
-access (`F.scaled_dot_product_attention`), `from x import name`, and module-level aliases of either used inside it.
+access (`F.layer_norm`), `from x import name`, and module-level aliases of either used inside it.
 """
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import ast
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def scan(tree: ast.Module | str, forbidden: list[str], only: set[str] | None = None) -> dict[str, set[str]]:
-    """{top-level name: forbidden APIs its body uses}; `only` limits the search to those names (the graded ones)."""
+def scan(tree: ast.Module | str, forbidden: list[str], only: set[str] | None = None,
+         own: str = "") -> dict[str, set[str]]:
+    """{top-level name: forbidden APIs its body uses}; `only` limits the search to those names (the graded ones);
+    `own` is the submission's module name: `own.name` and `self.name` are the student's code, not the API."""
     if isinstance(tree, str):
         tree = ast.parse(tree)
     attrs = {q.rpartition(".")[2]: q for q in forbidden if not q.startswith("op:")}  # op patterns: run time only
@@ -24,7 +26,7 @@ def scan(tree: ast.Module | str, forbidden: list[str], only: set[str] | None = N
         if isinstance(node, DEFS) and (only is None or node.name in only):
             hits = set()
             for sub in ast.walk(node):
-                if isinstance(sub, ast.Attribute) and sub.attr in attrs and not _is_self_reference(sub):
+                if isinstance(sub, ast.Attribute) and sub.attr in attrs and not _is_self_reference(sub, own):
                     hits.add(attrs[sub.attr])
                 elif isinstance(sub, ast.Name) and sub.id in aliases:
                     hits.add(aliases[sub.id])
@@ -47,9 +49,9 @@ def _bindings(node: ast.AST, attrs: dict[str, str]):
                 yield target.id, attrs[node.value.attr]
 
 
-def _is_self_reference(node: ast.Attribute) -> bool:
-    """`self.scaled_dot_product_attention` or `module.scaled_dot_product_attention` of the student's own code."""
+def _is_self_reference(node: ast.Attribute, own: str) -> bool:
+    """`self.layer_norm` or `<own module>.layer_norm`: the student's own code, not the forbidden API."""
     root = node.value
     while isinstance(root, ast.Attribute):
         root = root.value
-    return isinstance(root, ast.Name) and root.id in {"self", "attention"}
+    return isinstance(root, ast.Name) and root.id in {"self", own}

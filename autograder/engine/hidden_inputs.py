@@ -1,7 +1,7 @@
 """Per-student hidden inputs: a per-course secret and the student's id give each student a seed of their own.
 
     secret = course_secret(out)                           # $AUTOGRADER_COURSE_SECRET, else OUT/course_secret
-    seed = student_seed(secret, "attention", "alice")     # HMAC-SHA256 -> a 63-bit int
+    seed = student_seed(secret, "lab1", "alice")              # HMAC-SHA256 -> a 63-bit int
     refs = suite.references(seed)                         # that student's hidden inputs and their references
 
 `suite.references(seed)` is `references(assignment, directory, seed)` below: `cases.build_references` run on the

@@ -1,6 +1,6 @@
 """Which file of a student's folder is graded: the one rule `grade`, `check` and the Gradescope adapter share.
 
-    res = resolve(folder, ("attention.py", "attention.ipynb"), assignment="attention")
+    res = resolve(folder, ("lab.py", "lab.ipynb"), assignment="lab")
     res.path                       # the file to grade, or None: then res.reason_en / res.reason_zh say what was found
     res.found                      # every candidate considered (paths relative to the folder), best first
     res.note_en, res.note_zh       # set when the chosen file is the untouched release
@@ -8,9 +8,9 @@
 `names` are the assignment's submission files, in order of preference (module form first). The rules, in order:
 
 1. Candidates: files anywhere under the folder (not under `__MACOSX`, `.ipynb_checkpoints`, `__pycache__`, `.git` or
-   a dot-folder; no dotfiles) named like an expected name: exactly, in another case (`Attention.py`), or with what an
-   LMS or an OS appends to a copy (`attention (1).py`, `attention(2).py`, `attention-2.ipynb`, `attention_1.py`,
-   `attention copy.py`, `attention 2.py`, `attention - Copy.py`); the suffix must be the same. Symbolic links are
+   a dot-folder; no dotfiles) named like an expected name: exactly, in another case (`Lab.py`), or with what an
+   LMS or an OS appends to a copy (`lab (1).py`, `lab(2).py`, `lab-2.ipynb`, `lab_1.py`, `lab copy.py`,
+   `lab 2.py`, `lab - Copy.py`); the suffix must be the same. Symbolic links are
    never followed (not into folders, not to files): a linked candidate is reported (`links`), never chosen.
 2. A candidate byte-identical to the released stub (sha256 in a `manifest.json` found in the folder, or in the
    release manifest shipped with this grader for the assignment) is the untouched release: it is only chosen when
@@ -78,7 +78,7 @@ class Resolution:
     candidates: tuple[Candidate, ...] = ()  # the candidates, best first
 
     def other_form(self) -> Path | None:
-        """The best other candidate of another form than the chosen one (e.g. the notebook beside attention.py)."""
+        """The best other candidate of another form than the chosen one (e.g. the notebook beside the .py file)."""
         chosen = next((c for c in self.candidates if c.path == self.path), None)
         if chosen is None:
             return None
@@ -119,7 +119,7 @@ def resolve(folder: Path, names: tuple[str, ...], assignment: str | None = None)
     for rel, path, info in files:
         hit = match(path.name, names)
         link = stat.S_ISLNK(info.st_mode)
-        if hit is None or not (link or stat.S_ISREG(info.st_mode)):  # a FIFO named attention.py is no candidate
+        if hit is None or not (link or stat.S_ISREG(info.st_mode)):  # a FIFO with a graded file's name is no candidate
             others.append(rel)
             continue
         kind, form = hit

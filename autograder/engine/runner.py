@@ -16,6 +16,7 @@ import logging
 import re
 import time
 from pathlib import Path
+from typing import Callable
 
 from autograder.sandbox.client import Sandbox, SandboxUnavailable, WorkerCrashed, WorkerTimeout
 from autograder.sandbox.limits import Limits
@@ -54,7 +55,7 @@ def grade_file(path: Path, student: str, suite: Suite, sandbox: Sandbox, limits:
 def ungradable(student: str, suite: Suite, path: Path | None, en: str, zh: str,
                started: float | None = None) -> SubmissionResult:
     """A result for a submission that could not be run at all: every check scores 0, with the reason."""
-    checks = [_result(c, 0.0, "not_graded", en, zh) for c in suite.checks]
+    checks = [_result(c, 0.0, "not_graded", en=en, zh=zh) for c in suite.checks]
     seconds = time.perf_counter() - started if started is not None else 0.0
     return SubmissionResult(student, suite.assignment, path.name if path else None, None, 0.0, suite.max_score,
                             checks, en, zh, seconds=seconds)
@@ -62,34 +63,43 @@ def ungradable(student: str, suite: Suite, path: Path | None, en: str, zh: str,
 
 def grade_submission(submission: Submission, student: str, suite: Suite, sandbox: Sandbox, limits: Limits,
                      refs: dict) -> SubmissionResult:
-    static = forbidden_scan.scan(submission.tree, list(suite.forbidden), {c.function for c in suite.checks})
     session = Session(sandbox, submission, limits)
-    proxy = RemoteStudent(session)
-    names = _defined_names(submission)
-    results: dict[str, CheckResult] = {}
-    stopped: dict[str, CheckResult] = {}  # function -> the check where it hung or killed its worker
-    ordered = sorted(suite.checks, key=lambda c: c.visibility != "public")  # public first, then hidden
     try:
-        for check in ordered:
-            if check.visibility != "public":
-                session.start_hidden()
-            if check.function in static:
-                result = _forbidden(check, sorted(static[check.function]), suite)
-            elif check.function in stopped:
-                first = stopped[check.function]
-                result = _result(check, 0.0, first.status, f"not run: {check.function} already {first.status} "
-                                 f"in {first.name}", f"未运行：{check.function} 在 {first.name} 中已{first.status}")
-            else:
-                result = run_check(check, proxy, refs, suite, names)
-                if result.status in ("timeout", "crashed"):
-                    stopped[check.function] = result
-            results[check.name] = result
+        checks = run_checks(suite, submission, RemoteStudent(session), refs, before_hidden=session.start_hidden)
     finally:
         session.close()
-    checks = [results[c.name] for c in suite.checks]
     score = sum(c.score for c in checks)
     return SubmissionResult(student, suite.assignment, submission.filename, submission.sha256, score,
                             suite.max_score, checks, output=session.output, staff_output=session.hidden_output)
+
+
+def run_checks(suite: Suite, submission: Submission, proxy, refs: dict,
+               before_hidden: Callable[[], None] = lambda: None) -> list[CheckResult]:
+    """The one grading loop (`grade`, the integrations and `autograder check` all run it): every check of `suite`,
+    public ones first, then `before_hidden()` once and the hidden ones. A function whose source names a forbidden
+    API scores 0 in all its checks; one that hung or killed its worker is not called again. Results in suite order."""
+    static = forbidden_scan.scan(submission.tree, list(suite.forbidden), set(suite.spec.functions),
+                                 suite.spec.module_name)
+    names = _defined_names(submission)
+    results: dict[str, CheckResult] = {}
+    stopped: dict[str, CheckResult] = {}  # function -> the check where it hung or killed its worker
+    hidden = False
+    for check in sorted(suite.checks, key=lambda c: c.visibility != "public"):
+        if check.visibility != "public" and not hidden:
+            before_hidden()
+            hidden = True
+        if check.function in static:
+            result = _forbidden(check, sorted(static[check.function]), suite)
+        elif check.function in stopped:
+            first = stopped[check.function]
+            result = _result(check, 0.0, first.status, en=f"not run: {check.function} already {first.status} "
+                             f"in {first.name}", zh=f"未运行：{check.function} 在 {first.name} 中已{first.status}")
+        else:
+            result = run_check(check, proxy, refs, suite, names)
+            if result.status in ("timeout", "crashed"):
+                stopped[check.function] = result
+        results[check.name] = result
+    return [results[c.name] for c in suite.checks]
 
 
 def _defined_names(submission: Submission) -> set[str]:
@@ -108,32 +118,33 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite, names: set[str] | N
         check.run(**{name: fixtures[name] for name in check.fixtures})
     except CheckFailed as e:
         en, zh = (f"{e.en} {e.measured[0]}".strip(), f"{e.zh}{e.measured[1]}") if public else (e.en, e.zh)
-        r = _diagnose(_result(check, 0.0, "failed", en, zh), e.diagnosis)
+        r = _diagnose(_result(check, 0.0, "failed", en=en, zh=zh), e.diagnosis)
     except ForbiddenAPIUsed as e:
         r = _forbidden(check, e.apis, suite)
     except SubmissionLoadError as e:
         status = "timeout" if e.type == "Timeout" else "crashed" if e.type == "Crash" else "error"
-        r = _result(check, 0.0, status, f"your file failed to run: {_summary(e, True, names)}",
-                    f"文件运行失败：{_summary(e, True, names)}")
+        r = _result(check, 0.0, status, en=f"your file failed to run: {_summary(e, True, names)}",
+                    zh=f"文件运行失败：{_summary(e, True, names)}")
     except StudentError as e:
         if e.todo:
-            r = _result(check, 0.0, "not_implemented", f"TODO({e.todo}) is not done yet", f"TODO({e.todo}) 还没有完成")
+            r = _result(check, 0.0, "not_implemented", en=f"TODO({e.todo}) is not done yet",
+                        zh=f"TODO({e.todo}) 还没有完成")
         else:
             said = _summary(e, public, names)
-            r = _result(check, 0.0, "error", f"your code raised {said}", f"你的代码抛出了异常 {said}")
+            r = _result(check, 0.0, "error", en=f"your code raised {said}", zh=f"你的代码抛出了异常 {said}")
             _diagnose(r, e.diagnosis)
     except WorkerTimeout as e:
-        r = _result(check, 0.0, "timeout", f"timed out: {e} (an infinite loop?)", f"超时：{e}（是否有死循环？）")
+        r = _result(check, 0.0, "timeout", en=f"timed out: {e} (an infinite loop?)", zh=f"超时：{e}（是否有死循环？）")
     except WorkerCrashed as e:
         # an invalid reply's details are the worker's own words: not repeated for a hidden check
         said = str(e) if public or not str(e).startswith("invalid reply") else "invalid reply"
-        r = _result(check, 0.0, "crashed", f"your code stopped the process: {said}", f"你的代码使进程终止：{said}")
+        r = _result(check, 0.0, "crashed", en=f"your code stopped the process: {said}", zh=f"你的代码使进程终止：{said}")
     except SandboxUnavailable:  # the grader cannot do its job: stop the run, don't blame the student
         raise
     except Exception as e:  # a bug in the check itself: never the student's fault, never fatal to the run
         log.exception("check %s raised", check.name)
-        r = _result(check, 0.0, "error", f"internal grader error in {check.name}: {type(e).__name__}; "
-                    "please report it to the course staff", f"评分程序内部错误（{check.name}），请联系课程助教")
+        r = _result(check, 0.0, "error", en=f"internal grader error in {check.name}: {type(e).__name__}; "
+                    "please report it to the course staff", zh=f"评分程序内部错误（{check.name}），请联系课程助教")
     else:
         r = _result(check, check.points, "passed")
     r.seconds = time.perf_counter() - started
@@ -174,8 +185,8 @@ def _why_forbidden(api: str, forbidden: dict[str, str]) -> str:
 def _forbidden(check: Check, apis: list[str], suite: Suite) -> CheckResult:
     why_en = "; ".join(f"{api}: {_why_forbidden(api, suite.forbidden)}" for api in apis)
     result = _result(check, 0.0, "forbidden",
-                     f"{check.function} uses a forbidden API ({why_en}); implement it yourself",
-                     f"{check.function} 使用了禁止的现成 API（{', '.join(apis)}）；请自己实现")
+                     en=f"{check.function} uses a forbidden API ({why_en}); implement it yourself",
+                     zh=f"{check.function} 使用了禁止的现成 API（{', '.join(apis)}）；请自己实现")
     return _diagnose(result, FORBIDDEN_API)
 
 
@@ -185,6 +196,6 @@ FORBIDDEN_API = Diagnosis("forbidden_api", "你调用了作业要求你自己实
                           "from basic tensor operations.")
 
 
-def _result(check: Check, score: float, status: str, en: str = "", zh: str = "") -> CheckResult:
+def _result(check: Check, score: float, status: str, *, en: str = "", zh: str = "") -> CheckResult:
     return CheckResult(check.name, check.function, score, check.points, status, check.visibility, check.zh, check.en,
                        detail_zh=zh, detail_en=en)

@@ -1,6 +1,6 @@
 """The `student` fixture: the submission's API as seen from the grader.
 
-`student.causal_mask(4)` sends the call to the sandboxed worker and returns what came back, rebuilt as plain
+`student.softmax(x)` sends the call to the sandboxed worker and returns what came back, rebuilt as plain
 values. A worker that crashes, hangs or is killed is replaced for the next check, so one broken function cannot cost
 the points of another.
 
@@ -26,7 +26,7 @@ MAX_RESTARTS = 25  # a sanity cap: the runner already stops calling a function a
 MAX_TEXT = 2000   # characters kept of any string a worker sends (messages, type names, where)
 MAX_CELL_ERRORS = 20
 TODO = re.compile(r"TODO\((\w+)\)")
-WHERE = re.compile(r"\bin (\w+)$")  # the worker's "line 12, in causal_mask"
+WHERE = re.compile(r"\bin (\w+)$")  # the worker's "line 12, in softmax"
 REFUSAL = re.compile(r"^(\S{1,200}) " + re.escape(forbid.REFUSED))
 
 
@@ -55,7 +55,7 @@ class StudentError(Exception):
 
     @property
     def todo(self) -> str | None:
-        """The TODO id when this is an unfinished stub: named in the message (`TODO(causal_mask): ...`), else the
+        """The TODO id when this is an unfinished stub: named in the message (`TODO(softmax): ...`), else the
         function that raised it (nbgrader's notebook stub carries no id), else "?"."""
         if self.type == "NotImplementedError":
             match = TODO.search(self.message) or WHERE.search(self.where)
@@ -187,7 +187,7 @@ class Session:
 
 
 class RemoteObject:
-    """An object living in the worker (e.g. the student's MultiHeadAttention): call it, set its parameters."""
+    """An object living in the worker (e.g. the student's nn.Module): call it, set its parameters."""
 
     def __init__(self, session: Session, handle: wire.Handle):
         self.session, self.handle = session, handle

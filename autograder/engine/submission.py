@@ -29,7 +29,7 @@ class SubmissionError(Exception):
 class Submission:
     path: Path
     source: str          # the whole Python source (all cells of a notebook, joined)
-    filename: str        # name shown in tracebacks: attention.py / attention.ipynb
+    filename: str        # name shown in tracebacks: the graded file's own name
     notebook: bool
     sha256: str          # of the raw file bytes: a changed submission is regraded
     tree: ast.Module = field(repr=False, compare=False)  # parsed once, for the static scans

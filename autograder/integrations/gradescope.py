@@ -1,7 +1,7 @@
 """Gradescope's run_autograder: grade ROOT/submission/ (a .py or .ipynb) into ROOT/results/results.json.
 
     python -m autograder.integrations.gradescope --root "${AUTOGRADER_ROOT:-/autograder}"
-        [--assignment attention] [--hidden-visibility after_published]
+        [--assignment ID] [--hidden-visibility after_published]
 
 results.json follows Gradescope's spec: overall `score` and `output`, one test per check with `score`, `max_score`,
 `status`, `output` (bilingual feedback) and `visibility` (public checks `visible`, hidden ones `after_published`
@@ -27,7 +27,7 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 def results_for(root: Path, assignment: str, hidden_visibility: str) -> dict:
     suite = grading.suite_for(assignment)
-    # the file grading and `autograder check` would choose (the one changed from the release, Attention.py...)
+    # the file grading and `autograder check` would choose (the one changed from the release, a case variant...)
     found = resolve(root / "submission", suite.submission_files, assignment)
     if found.path is None:
         names = " / ".join(suite.submission_files)
@@ -38,7 +38,7 @@ def results_for(root: Path, assignment: str, hidden_visibility: str) -> dict:
         # written by setup.sh when the image is built (or shipped in the zip), or $AUTOGRADER_COURSE_SECRET
         seed = grading.seed_for(assignment, grading.gradescope_submitter(root) or "submission",
                                 shipped=root / "source" / "course_secret")
-        result = grading.grade_path(found.path, "submission", assignment, secrets=[str(root)], seed=seed)
+        result = grading.grade_path(found.path, assignment, "submission", secrets=[str(root)], seed=seed)
     data = to_gradescope(result, hidden_visibility)
     note = f"{found.note_zh} / {found.note_en}" if found.note_en else ""
     data["output"] = "\n\n".join(part for part in (text.summary(result), note, data["output"]) if part).strip()
@@ -56,12 +56,13 @@ def write_results(root: Path, data: dict) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
-    parser.add_argument("--assignment", default=os.environ.get("AUTOGRADER_ASSIGNMENT", grading.DEFAULT_ASSIGNMENT))
+    parser.add_argument("--assignment", default=os.environ.get("AUTOGRADER_ASSIGNMENT") or None)
     parser.add_argument("--hidden-visibility", choices=VISIBILITIES,
                         default=os.environ.get("AUTOGRADER_HIDDEN_VISIBILITY", "after_published"))
     args = parser.parse_args(argv)
     try:
-        data = results_for(args.root, args.assignment, args.hidden_visibility)
+        assignment = grading.assignment_for(args.assignment, args.root / "submission")
+        data = results_for(args.root, assignment, args.hidden_visibility)
     except Exception as e:  # never leave Gradescope without a results.json
         data = {"score": 0, "output": f"评分程序出错 / the autograder failed: {type(e).__name__}: {e}", "tests": []}
     finally:

@@ -1,7 +1,7 @@
 """Grade one file or notebook with the isolated engine from inside another tool's process (nbgrader, otter,
 Gradescope's run_autograder). The wording of the result for those tools is in `text`.
 
-    result = grade_path(Path("attention.ipynb"), student="alice")      # -> SubmissionResult, never raises
+    result = grade_path(Path("lab.ipynb"), "lab", student="alice")    # -> SubmissionResult, never raises
 
 One Sandbox per process, started on first use (about 2 s) and closed at exit. Environment knobs (all optional):
 AUTOGRADER_LOAD_SECONDS, AUTOGRADER_CALL_SECONDS, AUTOGRADER_TOTAL_SECONDS (wall-clock limits), AUTOGRADER_MEMORY_MIB,
@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.assignments import spec
+from autograder.assignments import get, infer
 from autograder.engine.checks import Suite, load_suite
 from autograder.engine.hidden_inputs import ENV as SECRET_ENV, course_secret, student_seed
 from autograder.engine.results import SubmissionResult
@@ -30,7 +30,6 @@ from autograder.sandbox.limits import Limits
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ASSIGNMENT = "attention"
 LIMIT_KNOBS = {"AUTOGRADER_LOAD_SECONDS": "load_seconds", "AUTOGRADER_CALL_SECONDS": "call_seconds",
                "AUTOGRADER_TOTAL_SECONDS": "total_seconds"}
 _lock = threading.Lock()
@@ -48,6 +47,11 @@ def limits_from_env() -> Limits:
 
 def isolate() -> bool:
     return os.environ.get("AUTOGRADER_ISOLATION", "required").lower() not in ("off", "0", "no", "false")
+
+
+def assignment_for(given: str | None, submission: Path) -> str:
+    """The assignment named by the tool's configuration, else the one the submission's file name is for."""
+    return get(given).id if given else infer(submission).id
 
 
 def suite_for(assignment: str) -> Suite:
@@ -78,13 +82,13 @@ def seed_for(assignment: str, student: str, course: Path | None = None, shipped:
     return student_seed(secret, assignment, student)
 
 
-def sandbox(secrets: list[str] = (), assignment: str = DEFAULT_ASSIGNMENT) -> Sandbox:
+def sandbox(secrets: list[str], assignment: str) -> Sandbox:
     """The process-wide sandbox, started on first use; `secrets` and `assignment` count only on that first call."""
     global _sandbox
     with _lock:
         if _sandbox is None:
             _sandbox = Sandbox(limits_from_env(), isolate=isolate(), secrets=[str(s) for s in secrets],
-                               forbidden=list(spec(assignment).FORBIDDEN))
+                               forbidden=list(get(assignment).forbidden))
             atexit.register(close)
         return _sandbox
 
@@ -97,7 +101,7 @@ def close() -> None:
         box.close()
 
 
-def grade_path(path: Path, student: str = "student", assignment: str = DEFAULT_ASSIGNMENT,
+def grade_path(path: Path, assignment: str, student: str = "student",
                secrets: list[str] = (), seed: int | None = None, course: Path | None = None) -> SubmissionResult:
     """Grade one .py or .ipynb in the sandbox, on the hidden inputs of `seed` (default: `seed_for(assignment,
     student, course)`). Never raises: a grader failure is a 0-point result saying why."""
@@ -112,13 +116,13 @@ def grade_path(path: Path, student: str = "student", assignment: str = DEFAULT_A
                           f"评分程序无法运行：{type(e).__name__}: {e}", started)
 
 
-def grade_text(text: str, filename: str, student: str = "student", assignment: str = DEFAULT_ASSIGNMENT,
+def grade_text(text: str, filename: str, assignment: str, student: str = "student",
                secrets: list[str] = (), seed: int | None = None, course: Path | None = None) -> SubmissionResult:
     """Grade a submission given as text (e.g. a notebook nbgrader has sanitized), through a private temp file."""
     with tempfile.TemporaryDirectory(prefix="autograder-submission-") as folder:
         path = Path(folder) / filename
         path.write_text(text, encoding="utf-8")
-        return grade_path(path, student, assignment, secrets, seed, course)
+        return grade_path(path, assignment, student, secrets, seed, course)
 
 
 def gradescope_submitter(root: Path) -> str | None:

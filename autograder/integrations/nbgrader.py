@@ -19,6 +19,8 @@ from traitlets import Unicode
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from autograder.assignments import discover
+
 from . import grading, text
 from .nbgrader_cells import autograded_function, grade_cell, score_outputs
 
@@ -26,13 +28,15 @@ from .nbgrader_cells import autograded_function, grade_cell, score_outputs
 class GradeInSandbox(NbGraderPreprocessor):
     """Replaces nbgrader's `Execute`: grade in the sandbox, write each autograded cell's feedback and points."""
 
-    assignment = Unicode("", help="Suite to grade with (default: nbgrader's assignment id).").tag(config=True)
+    assignment = Unicode("", help="Assignment to grade with (default: nbgrader's assignment name when it is one, "
+                         "else the one the notebook's name is for).").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict):
         info = resources.get("nbgrader", {})
-        assignment = self.assignment or info.get("assignment") or grading.DEFAULT_ASSIGNMENT
         student = info.get("student") or "student"
         notebook = f"{info.get('notebook') or 'submission'}.ipynb"
+        named = info.get("assignment") if info.get("assignment") in discover() else None  # nbgrader's own name
+        assignment = grading.assignment_for(self.assignment or named, Path(notebook))
         suite = grading.suite_for(assignment)
         points = text.functions(suite)
         present = {autograded_function(c) for c in nb.cells} - {None}
@@ -45,7 +49,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         source = _without_outputs(nb)
         self.log.info("Grading %s of %s in the sandbox", notebook, student)
         # nbgrader runs in the course root: the course secret is kept there (course_secret, beside gradebook.db)
-        result = grading.grade_text(source, notebook, student, assignment, secrets=[os.getcwd()],
+        result = grading.grade_text(source, notebook, assignment, student, secrets=[os.getcwd()],
                                     course=Path(os.getcwd()))
         self.log.info("%s: %s/%s (isolated engine)", student, text.num(result.score), text.num(result.max_score))
         for cell in nb.cells:

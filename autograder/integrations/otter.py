@@ -1,7 +1,7 @@
 """otter-grader plugin: `otter run` (or otter's Gradescope runner) with scores from the isolated engine.
 
 Listed in the autograder zip's otter_config.json (`"plugins": ["autograder.integrations.otter.IsolatedGrader"]`,
-optional config `{"assignment": "attention"}`). Otter executes the submission in a kernel and unpickles what that
+config `{"assignment": "<id>"}`, written by the release). Otter executes the submission in a kernel and unpickles what that
 kernel wrote, so the student's code must never reach it:
 
 - `before_grading`: drop a submitted `.OTTER_LOG` (otter would unpickle it) and turn off log grading and PDFs;
@@ -21,7 +21,6 @@ from otter.test_files.abstract_test import TestCase, TestCaseResult
 from otter.test_files.exception_test import ExceptionTestFile
 
 from . import grading, text
-from .grading import DEFAULT_ASSIGNMENT
 
 OTTER_LOG = ".OTTER_LOG"
 REPLACEMENT_NOTE = ("# 提交的代码已在隔离沙箱中评分，这里不运行任何学生代码。\n"
@@ -36,7 +35,7 @@ class IsolatedGrader(AbstractOtterPlugin):
     @property
     def assignment(self) -> str:
         config = self.plugin_config if isinstance(self.plugin_config, dict) else {}
-        return config.get("assignment", DEFAULT_ASSIGNMENT)
+        return grading.assignment_for(config.get("assignment"), Path(self.submission_path))
 
     def before_grading(self, config):
         log = Path(self.submission_path).with_name(OTTER_LOG)
@@ -54,7 +53,7 @@ class IsolatedGrader(AbstractOtterPlugin):
         # unpacks into a fresh temporary folder, so nothing written there would survive for a regrade
         seed = grading.seed_for(self.assignment, grading.gradescope_submitter(root) or student,
                                 shipped=root / "source" / "course_secret")
-        self.result = grading.grade_path(path, student, self.assignment, secrets=[str(root)], seed=seed)
+        self.result = grading.grade_path(path, self.assignment, student, secrets=[str(root)], seed=seed)
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(REPLACEMENT_NOTE)])
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         return nb

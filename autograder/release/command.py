@@ -129,6 +129,7 @@ def build(root: Path, assignment: str) -> Release:
             raise ReleaseError("leak guard: the otter student notebook would reveal the solution:\n  "
                                + "\n  ".join(problems))
         out.update(otter)
+    if suite is not None:  # the Gradescope zip grades either form
         out.update(gradescope_bundle.build(spec.id, reference, out.get(f"{student}/manifest.json")))
 
     sources = {spec.rel(p): p.read_bytes() for p in sorted(folder.iterdir())

@@ -3,8 +3,8 @@ generated from the nbgrader source notebook, then normalised so that the same so
 
 Master notebook: the source notebook's cells in order; each graded function's defining cell (the one before its
 autograded grade cell) becomes an otter question named after the function, worth the function's points, whose
-public tests are `otter_public_tests` (exception-based, `ok_format: false`). Solution regions become otter's
-`# BEGIN SOLUTION NO PROMPT` blocks followed by the same stub the nbgrader release shows. The plugin
+public tests are the assignment's `otter_tests.PUBLIC_TESTS` (exception-based, `ok_format: false`). Solution
+regions become otter's `# BEGIN SOLUTION NO PROMPT` blocks followed by the same stub the nbgrader release shows. The plugin
 `autograder.integrations.otter.IsolatedGrader` is configured in the zip's otter_config.json: scores come from the
 isolated engine. The zip keeps what `otter run -a` reads (otter_config.json, tests/) and drops otter's Gradescope
 image files (setup.sh, environment.yml: they would not install this package); Gradescope gets
@@ -25,7 +25,6 @@ from autograder.integrations.nbgrader_cells import autograded_function
 
 from . import zips
 from .errors import ReleaseError
-from .otter_public_tests import PUBLIC_TESTS
 
 PLUGIN = "autograder.integrations.otter.IsolatedGrader"
 KEEP = ("otter_config.json", "tests/")  # what `otter run` reads from the zip
@@ -72,12 +71,13 @@ def _test_cell(name: str, source: str, check) -> str:
 def master_notebook(source_nb: str, assignment: str, suite, stub: str) -> str:
     """The otter master notebook for the nbgrader source notebook `source_nb` (JSON text)."""
     nb = nbformat.reads(source_nb, as_version=4)
-    tests = PUBLIC_TESTS.get(assignment, {})
+    otter_tests = suite.spec.part("otter_tests")
+    tests = otter_tests.PUBLIC_TESTS if otter_tests is not None else {}
     points = text.functions(suite)
     public = {c.name: c for c in suite.checks if c.visibility == "public"}
     if set(tests) != set(public):
         raise ReleaseError(f"otter public tests {sorted(tests)} do not match the public checks {sorted(public)}",
-                           "autograder/release/otter_public_tests.py")
+                           f"autograder/assignments/{assignment}/otter_tests.py")
     cells = [v4.new_raw_cell(config_cell(assignment))]
     for cell in nb.cells:
         function = autograded_function(cell)

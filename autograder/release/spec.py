@@ -1,4 +1,6 @@
-"""Read and validate `assignments/<id>/assignment.toml`."""
+"""Read and validate `assignments/<id>/assignment.toml`: what only the release needs (version, the TODO hints, the
+handout and notebook sources). Names, title and graded functions come from the one spec,
+`autograder/assignments/<id>/spec.py`, and may not be repeated here."""
 from __future__ import annotations
 
 import re
@@ -55,12 +57,24 @@ def load_spec(root: Path, assignment: str) -> Spec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ReleaseError(f"invalid TOML: {exc}", rel) from None
-    for key in ("id", "version", "module"):
+    for key in ("id", "version"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise ReleaseError(f"missing string key {key!r}", rel)
     if data["id"] != assignment:
         raise ReleaseError(f"id = {data['id']!r} does not match the folder name {assignment!r}",
                            rel, _line_of(text, r"^\s*id\s*="))
+    repeated = [key for key in ("module", "notebook", "title") if key in data]
+    if repeated:
+        raise ReleaseError(f"{', '.join(repeated)}: set in autograder/assignments/{assignment}/spec.py, not here",
+                           rel, _line_of(text, rf"^\s*\[?{repeated[0]}\b"))
+    from autograder.assignments import UnknownAssignment, get
+
+    try:
+        assignment_spec = get(assignment)
+    except UnknownAssignment:
+        raise ReleaseError(f"no autograder/assignments/{assignment}/spec.py for this assignment", rel) from None
+    data = {**data, "module": assignment_spec.module, "notebook": assignment_spec.notebook,
+            "title": {"zh": assignment_spec.title.zh, "en": assignment_spec.title.en}}
     todos = data.get("todos", {})
     for todo, hint in todos.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", todo):

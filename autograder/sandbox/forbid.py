@@ -1,14 +1,14 @@
 """Make an assignment's forbidden APIs unavailable in this process, for good. The zygote calls `disable` once,
 before it forks any worker, so no student code ever runs while they are available, and every worker inherits it.
 
-- ``op:<glob>`` names (``op:*attention*``): every aten operator whose name matches gets, for every dispatch key
+- ``op:<glob>`` names (``op:*layer_norm*``): every aten operator whose name matches gets, for every dispatch key
   that has a kernel for it (CPU, the composite aliases, functorch's batching rules, Meta, NestedTensor...: each a
   way to reach the computation, e.g. under `torch.vmap`), a kernel that raises. The registrations live in a
   C++ dispatcher library object that is deliberately leaked: no Python object refers to it (it is not tracked by
   the garbage collector either), so no Python code in the worker can find it and undo them, and the original
   kernels cannot be reached from Python. torch-function modes, `torch.ops.aten...`, `DisableTorchFunction` and a
   forked child all end in the dispatcher.
-- Python names (``torch.nn.functional.multi_head_attention_forward``, ``torch.nn.MultiheadAttention``): a Python
+- Python names (``torch.nn.functional.layer_norm``, ``torch.nn.LayerNorm``): a Python
   function's own code object is replaced (so every other reference to it, found by `gc` or another import path,
   raises too), a class's ``__init__`` and ``__call__`` raise (new instances, and the existing ones of an operator
   class), anything else is rebound to a function that raises.

@@ -5,7 +5,7 @@ Values nest as JSON: ``None``/bool/int/float/str as themselves, and tagged objec
 ``{"tensor": i, "dtype": "float32", "shape": [..]}`` (blob ``i`` holds the C-contiguous bytes),
 ``{"tuple": [...]}``, ``{"list": [...]}``, ``{"dict": {...}}``, ``{"handle": n}`` (an object living in the worker),
 ``{"other": "type name", "repr": "..."}`` (anything else, described, never rebuilt).
-The decoder validates every header against limits before it allocates anything.
+The decoding side validates every header against limits before it allocates anything.
 """
 from __future__ import annotations
 

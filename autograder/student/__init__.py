@@ -1,3 +1,3 @@
 """The student's side: `autograder check` runs the public checks on the student's own file, in-process and offline
-(`check.py`), and `--plot` draws their attention next to the expected pattern (`plots.py`, the only user of
-matplotlib). No sandbox: it is the student's own code on the student's own machine."""
+(`check.py`); `--plot` calls the assignment's own `plots.save_check_plot` when it has one. No sandbox: it is the
+student's own code on the student's own machine."""

@@ -23,7 +23,6 @@ LANGS = ("zh", "en")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 LOAD_SECONDS, CALL_SECONDS = 60.0, 10.0    # generous: this is the student's machine, the timeouts only stop hangs
 GRADING_ENV = "AUTOGRADER_GRADING"         # notebooks skip their heavy demo cells when this is set
-PLOT_NAME = "attention_check.png"
 
 # (zh, en) of every sentence this command prints.
 TEXT = {
@@ -44,12 +43,9 @@ TEXT = {
     "why": ("原因", "why"),
     "hint": ("提示", "hint"),
     "all_passed": ("全部 {n} 项公开测试通过。", "All {n} public tests passed."),
-    "honest": ("公开测试已全部通过；隐藏测试会检查更多内容（其他长度、批维度和多头、缩放因子、causal=False、很大的分数、"
-               "梯度、是否修改输入、注入权重的多头注意力），请按作业约定自己多试几种形状。"
-               "/ public tests passed; hidden tests will check more.",
-               "public tests passed; hidden tests will check more (other lengths, batch and head dims, the scaling "
-               "factor, causal=False, large scores, gradients, unchanged inputs, multi-head attention with injected "
-               "weights): try more shapes yourself, following the contract."),
+    "honest": ("公开测试已全部通过；隐藏测试会检查更多内容（{topics}），请按作业约定自己多试几种形状。",
+               "Public tests passed; hidden tests will check more ({topics}): try more shapes yourself, following "
+               "the contract."),
     "some_passed": ("{k}/{n} 项公开测试通过。", "{k} of {n} public tests passed."),
     "todo_left": ("还没完成的 TODO：{todos}", "TODOs still to do: {todos}"),
     "fix": ("修改后再运行一次 autograder check。", "Fix the above, then run autograder check again."),
@@ -63,9 +59,11 @@ TEXT = {
     "no_file": ("找不到要检查的文件：{path}（应为 {names} 之一，或包含它们的文件夹）",
                 "Nothing to check at {path} (expected {names}, or a folder holding one of them)"),
     "not_found": ("{path} 中没有可检查的文件：{reason_zh}", "Nothing to check in {path}: {reason_en}"),
+    "unknown": ("{error}", "{error}"),
     "bad_lang": ("--lang 只能是 zh 或 en，而不是 {value!r}", "--lang must be zh or en, not {value!r}"),
     "unreadable": ("无法检查 {name}：{error_zh}", "Cannot check {name}: {error_en}"),
     "plot_saved": ("图已保存：{path}", "Picture saved: {path}"),
+    "no_plots": ("这个作业没有可画的图（--plot 不起作用）。", "This assignment has no pictures to draw (--plot does nothing)."),
     "plot_failed": ("无法画图：{error}", "Could not draw the picture: {error}"),
 }
 STYLE = {"passed": "green", "failed": "red", "not_implemented": "yellow", "error": "red", "timeout": "red",
@@ -199,11 +197,11 @@ class LocalStudent:
         return getattr(self._proxy, name)
 
 
-def load_student(path: Path) -> tuple[LocalStudent, LocalSession]:
+def load_student(path: Path, functions: tuple[str, ...]) -> tuple[LocalStudent, LocalSession]:
     """Read the file as the grader does (`submission.load`: notebooks flattened, magics neutralised) and run it."""
     from autograder.engine.submission import load
 
-    session = LocalSession(load(path))
+    session = LocalSession(load(path, set(functions)))
     return LocalStudent(session), session
 
 
@@ -289,32 +287,16 @@ class Outcome:
 
 def run_public(path: Path, other: Path | None, assignment: str):
     """Load the file, run every public check (forbidden APIs and stopped functions handled as in grading)."""
-    from autograder.engine import forbidden as forbidden_scan
     from autograder.engine.checks import load_suite
-    from autograder.engine.runner import _forbidden, _result, run_check
+    from autograder.engine.runner import run_checks
     from autograder.engine.submission import SubmissionError
 
     full = load_suite(assignment)
-    suite = full.public()
     try:
-        student, session = load_student(path)
+        student, session = load_student(path, full.spec.functions)
     except SubmissionError as e:  # unreadable, not UTF-8, a syntax error...: the grader could not run it either
         raise UsageError("unreadable", name=Path(path).name, error_zh=e.zh, error_en=e.en) from None
-    submission = session.submission
-    static = forbidden_scan.scan(getattr(submission, "tree", None) or submission.source, list(suite.forbidden))
-    results, stopped = [], {}
-    for check in suite.checks:
-        if check.function in static:
-            result = _forbidden(check, sorted(static[check.function]), suite)
-        elif check.function in stopped:
-            first = stopped[check.function]
-            result = _result(check, 0.0, first.status, f"not run: {check.function} already {first.status} in "
-                             f"{first.name}", f"未运行：{check.function} 在 {first.name} 中已{first.status}")
-        else:
-            result = run_check(check, student, {}, suite)   # public checks take no references
-            if result.status in ("timeout", "crashed"):
-                stopped[check.function] = result
-        results.append(result)
+    results = run_checks(full.public(), session.submission, student, {})   # public checks take no references
     todos = []
     for r in results:
         for todo in TODO_ID.findall(r.detail_en) if r.status == "not_implemented" else []:
@@ -331,14 +313,13 @@ def _label(status: str, lang: str) -> str:
     return f"{MARK.get(status, '✘')} {say(lang, status)}"
 
 
-def render(console, outcome: Outcome, lang: str, config: dict, todo_messages: dict[str, str]) -> None:
+def render(console, outcome: Outcome, spec, lang: str, config: dict, todo_messages: dict[str, str]) -> None:
     from rich.table import Table
     from rich.text import Text
 
     en = lang == "en"
     n_public = len(outcome.results)
-    title = config.get("title", {}).get(lang) or config.get("id", "")
-    head = f"{say(lang, 'title')} · {title}" if title else say(lang, "title")
+    head = f"{say(lang, 'title')} · {spec.title.pick(lang)}"
     console.print(Text(head, style="bold"), soft_wrap=True)
     console.print(f"{say(lang, 'checked')}: {outcome.file}  ({say(lang, 'subset', public=n_public, total=outcome.total_checks)})",
                   soft_wrap=True, markup=False)
@@ -403,7 +384,7 @@ def render(console, outcome: Outcome, lang: str, config: dict, todo_messages: di
     if passed == n_public and outcome.load_error is None:
         console.print(f"✔ {say(lang, 'all_passed', n=n_public)}", style="bold green", soft_wrap=True,
                       markup=False)
-        console.print(say(lang, "honest"), soft_wrap=True, markup=False)
+        console.print(say(lang, "honest", topics=spec.hidden_topics.pick(lang)), soft_wrap=True, markup=False)
     else:
         console.print(f"✘ {say(lang, 'some_passed', k=passed, n=n_public)}", style="bold red",
                       soft_wrap=True, markup=False)
@@ -419,10 +400,35 @@ def render(console, outcome: Outcome, lang: str, config: dict, todo_messages: di
 
 
 # -- the command --------------------------------------------------------------------------------------------------
-def run_check_command(path: Path, lang: str | None, plot: bool, assignment: str) -> int:
+def which_assignment(path: Path, assignment: str | None) -> str:
+    """The assignment named, else the one the folder's release or its file names are for; a UsageError saying
+    what was found otherwise."""
+    from autograder.assignments import UnknownAssignment, discover, get, infer
+    from autograder.engine.resolve import resolve
+
+    try:
+        return get(assignment).id if assignment else infer(Path(path)).id
+    except UnknownAssignment as e:
+        names = tuple(n for spec in discover().values() for n in spec.submission_files)
+        if assignment or not Path(path).is_dir():
+            raise UsageError("unknown", error=str(e)) if assignment or Path(path).exists() else \
+                UsageError("no_file", path=str(path), names=", ".join(names)) from None
+        found = resolve(Path(path), names)
+        if found.path is None:
+            raise UsageError("not_found", path=str(path), reason_en=found.reason_en, reason_zh=found.reason_zh) from None
+        raise UsageError("unknown", error=str(e)) from None
+
+
+def run_check_command(path: Path, lang: str | None, plot: bool, assignment: str | None) -> int:
     """Exit code: 0 every public check passed, 1 otherwise, 2 usage error (no file, bad --lang)."""
     from rich.console import Console
 
+    try:
+        assignment = which_assignment(path, assignment)
+    except UsageError as e:
+        Console(stderr=True, highlight=False).print(
+            f"error: {say('en', e.key, **e.fields)} / {say('zh', e.key, **e.fields)}", markup=False, soft_wrap=True)
+        return EXIT_USAGE
     config = assignment_config(assignment)
     console = Console(highlight=False)
     errors = Console(stderr=True, highlight=False)
@@ -451,12 +457,13 @@ def run_check_command(path: Path, lang: str | None, plot: bool, assignment: str)
             return EXIT_FAILED
         errors.print(f"error: {say(lang, e.key, **e.fields)}", markup=False, soft_wrap=True)
         return EXIT_USAGE
-    render(console, outcome, lang, config, session.todo_messages)
-    if plot:
+    render(console, outcome, suite.spec, lang, config, session.todo_messages)
+    plots = suite.spec.part("plots") if plot else None
+    if plot and plots is None:
+        console.print(say(lang, "no_plots"), soft_wrap=True, markup=False)
+    elif plots is not None:
         try:
-            from .plots import save_check_plot
-
-            saved = save_check_plot(session, Path(file).resolve().parent / PLOT_NAME)
+            saved = plots.save_check_plot(session, Path(file).resolve().parent / f"{assignment}_check.png")
             console.print(say(lang, "plot_saved", path=saved), soft_wrap=True, markup=False)
         except Exception as e:  # a picture must never hide the test results
             console.print(say(lang, "plot_failed", error=f"{type(e).__name__}: {e}"), style="red", soft_wrap=True,

@@ -12,10 +12,10 @@ from autograder.engine.student import StudentError, SubmissionLoadError
 
 from . import diagnosis
 from .cases import MHA_NAMES, seed42_inputs
-from .spec import FORBIDDEN, SUBMISSION_FILES  # noqa: F401  (read by load_suite)
 
 SDPA = "scaled_dot_product_attention"
 MHA = "MultiHeadAttention"
+PAIR = ("output", "weights")  # what scaled_dot_product_attention returns
 # The chapter's printed seed-42 weights (4 decimals): published in the handout, so a public check may use them.
 SEED42_WEIGHTS = torch.tensor([[1.0, 0.0, 0.0, 0.0],
                                [0.9310, 0.0690, 0.0, 0.0],
@@ -39,7 +39,7 @@ def sdpa(student, Q, K, V, causal=None, what="scaled_dot_product_attention"):
         if not e.todo and not isinstance(e, SubmissionLoadError):
             e.diagnosis = expect.safely(lambda: diagnosis.sdpa_raised(_prober(student), Q, K, V, causal is not False))
         raise
-    out, weights = expect.pair(result, what)
+    out, weights = expect.pair(result, what, PAIR)
     T = Q.shape[-2]
     hint = lambda: diagnosis.sdpa(Q, K, V, causal is not False, out, weights)
     expect.tensor(out, "output", (*Q.shape[:-1], V.shape[-1]), torch.float32, diagnose=hint)
@@ -179,7 +179,7 @@ def sdpa_large_logits(student, refs):
 def sdpa_gradients(student, refs):
     Q, K, V = refs["grads.Q"], refs["grads.K"], refs["grads.V"]
     reply = student.call(SDPA, Q, K, V, grad_of=(0, 1, 2), grad_output=0)
-    out, weights = expect.pair(reply.value, SDPA)
+    out, weights = expect.pair(reply.value, SDPA, PAIR)
     expect.close(out, refs["grads.output"], "output",
                  diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights))
     if isinstance(reply.grads, dict):
@@ -199,8 +199,8 @@ def sdpa_inputs_unchanged(student, refs):
     them in the first call computes something else in the second (the worker's word about its inputs is not used)."""
     Q, K, V = refs["batched.Q"], refs["batched.K"], refs["batched.V"]
     reply = student.call(SDPA, Q, K, V, repeat=2)
-    first = expect.pair(reply.value, SDPA)
-    again = expect.pair(reply.again, SDPA)
+    first = expect.pair(reply.value, SDPA, PAIR)
+    again = expect.pair(reply.again, SDPA, PAIR)
     for what, a, b in zip(("output", "weights"), first, again):
         expect.tensor(a, what)
         expect.tensor(b, what)

@@ -1,15 +1,32 @@
-"""What the grader must know about this assignment before it imports torch (the sandbox is started with it)."""
+"""The attention assignment, as the grader knows it before torch is imported (the sandbox is started with it)."""
+from autograder.assignments import Assignment
+from autograder.text import Text
 
-SUBMISSION_FILES = ("attention.py", "attention.ipynb")
-# Disabled in every worker before any student code runs (autograder/sandbox/forbid.py): calling one raises.
-FORBIDDEN = {
-    "torch.nn.functional.scaled_dot_product_attention": "ready-made attention",
-    "torch.nn.functional.multi_head_attention_forward": "ready-made multi-head attention",
-    "torch.nn.MultiheadAttention": "ready-made multi-head attention",
-    "torch.nn.attention.flex_attention.flex_attention": "ready-made attention",
-    "torch._higher_order_ops.flex_attention.FlexAttentionHOP": "ready-made attention (torch.ops.higher_order)",
-    "torch._higher_order_ops.flex_attention.math_attention": "ready-made attention",
-    "torch._higher_order_ops.flex_attention.sdpa_dense": "ready-made attention",
-    "op:*attention*": "ready-made attention (however it is reached, e.g. through torch.ops)",
-    "op:*transformer*": "ready-made transformer layers (they contain attention)",
-}
+ASSIGNMENT = Assignment(
+    id="attention",
+    title=Text(zh="注意力机制：从零实现缩放点积注意力与多头注意力",
+               en="Attention from scratch: scaled dot-product and multi-head attention"),
+    module="attention.py",
+    notebook="attention.ipynb",
+    functions=("causal_mask", "scaled_dot_product_attention", "split_heads", "MultiHeadAttention"),
+    # Disabled in every worker before any student code runs (autograder/sandbox/forbid.py): calling one raises.
+    forbidden={
+        "torch.nn.functional.scaled_dot_product_attention": "ready-made attention",
+        "torch.nn.functional.multi_head_attention_forward": "ready-made multi-head attention",
+        "torch.nn.MultiheadAttention": "ready-made multi-head attention",
+        "torch.nn.attention.flex_attention.flex_attention": "ready-made attention",
+        "torch._higher_order_ops.flex_attention.FlexAttentionHOP": "ready-made attention (torch.ops.higher_order)",
+        "torch._higher_order_ops.flex_attention.math_attention": "ready-made attention",
+        "torch._higher_order_ops.flex_attention.sdpa_dense": "ready-made attention",
+        "op:*attention*": "ready-made attention (however it is reached, e.g. through torch.ops)",
+        "op:*transformer*": "ready-made transformer layers (they contain attention)",
+    },
+    hidden_topics=Text(
+        zh="其他长度、批维度和多头、缩放因子、causal=False、很大的分数、梯度、是否修改输入、注入权重的多头注意力",
+        en="other lengths, batch and head dims, the scaling factor, causal=False, large scores, gradients, unchanged "
+           "inputs, multi-head attention with injected weights"),
+)
+
+# Read by code that predates ASSIGNMENT (kept as names of the one spec, not copies).
+SUBMISSION_FILES = ASSIGNMENT.submission_files
+FORBIDDEN = dict(ASSIGNMENT.forbidden)

@@ -6,7 +6,7 @@ chapter's seed-42 table). They help the student; scores never come from them (se
 """
 from __future__ import annotations
 
-PUBLIC_TESTS: dict[str, dict[str, str]] = {"attention": {
+PUBLIC_TESTS: dict[str, str] = {
     "mask_dtype_shape": '''\
 def test_mask_dtype_shape(causal_mask, torch):
     m = causal_mask(4)
@@ -70,4 +70,4 @@ def test_mha_shape(MultiHeadAttention, torch):
         y = model(x)
     assert tuple(y.shape) == (4, 8), f"MultiHeadAttention(8, 2) maps [4, 8] to {list(y.shape)}, expected [4, 8]"
 ''',
-}}
+}
