@@ -186,3 +186,23 @@ def test_demo_class_scores(decoder_grade):
     assert sorted(p.name for p in folder.iterdir()) == sorted(DEMO)
     scores = {name: decoder_grade(folder / name / "decoder.py").score for name in DEMO}
     assert scores == DEMO
+
+
+def test_gradescope_zip_grades_the_module_under_an_lms_copy_name(tmp_path):
+    """The decoder has no notebook form: its Gradescope zip is still released, and grades `Decoder (1).py`."""
+    import json
+    import zipfile
+
+    scores = {}
+    for name, source in {"solution": base(), "post_norm": compose(HERE / "wrong" / "post_norm.py", base())}.items():
+        root = tmp_path / name
+        with zipfile.ZipFile(ROOT / "dist" / "decoder" / "gradescope_autograder.zip") as archive:
+            archive.extractall(root / "source")
+        (root / "source" / "run_autograder").chmod(0o755)
+        (root / "submission").mkdir()
+        (root / "submission" / "Decoder (1).py").write_text(source, encoding="utf-8")
+        run = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True, timeout=300,
+                             env={"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable})
+        assert run.returncode == 0, run.stdout + run.stderr
+        scores[name] = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))["score"]
+    assert scores["solution"] == 20 and scores["post_norm"] < 20, scores

@@ -193,7 +193,12 @@ class RemoteObject:
         self.session, self.handle = session, handle
 
     def __call__(self, *args, **kwargs):
-        return _send(self.session, "call", {"handle": self.handle.id, "method": "__call__"}, args, kwargs).value
+        return self.call(*args, **kwargs).value
+
+    def call(self, *args, grad_of=(), grad_output: int = 0, repeat: int = 1, **kwargs) -> Reply:
+        """Call the object, with the options of `RemoteStudent.call` (gradients into `grad_of`, `repeat=2`)."""
+        return _call(self.session, {"handle": self.handle.id, "method": "__call__"}, args, kwargs, grad_of,
+                     grad_output, repeat)
 
     def load_parameters(self, params: dict) -> None:
         """Copy tensors into the module's parameters by name (`W_q.weight`, ...): no reliance on creation order."""
@@ -217,19 +222,23 @@ class RemoteStudent:
         """A call that can also backpropagate (into args `grad_of`), or be made twice on the same argument objects
         (`repeat=2`: `Reply.again`). Gradients come back validated: exactly one per `grad_of` entry, each None or
         a tensor of that input's shape and dtype (else the reply is refused as invalid)."""
-        reply = _send(self._session, "call", name, args, kwargs, grad_of=list(grad_of), grad_output=grad_output,
-                      repeat=repeat)
-        if grad_of and not isinstance(reply.grads, dict):
-            reply.grads = _valid_grads(reply.grads, [args[i] for i in grad_of])
-        if grad_of and isinstance(reply.grads, dict):
-            reply.grads = {"error": error_summary(reply.grads.get("error"))}
-        return reply
+        return _call(self._session, name, args, kwargs, grad_of, grad_output, repeat)
 
     def new(self, name: str, *args, **kwargs) -> RemoteObject:
         handle = _send(self._session, "new", name, args, kwargs).value
         if not isinstance(handle, wire.Handle):
             raise StudentError({"type": "TypeError", "message": f"{name}(...) did not build an object"})
         return RemoteObject(self._session, handle)
+
+
+def _call(session: Session, target, args: tuple, kwargs: dict, grad_of, grad_output: int, repeat: int) -> Reply:
+    reply = _send(session, "call", target, args, kwargs, grad_of=list(grad_of), grad_output=grad_output,
+                  repeat=repeat)
+    if grad_of and not isinstance(reply.grads, dict):
+        reply.grads = _valid_grads(reply.grads, [args[i] for i in grad_of])
+    if grad_of and isinstance(reply.grads, dict):
+        reply.grads = {"error": error_summary(reply.grads.get("error"))}
+    return reply
 
 
 def _valid_grads(grads, inputs: list) -> list:

@@ -27,12 +27,6 @@ def _gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def call_object(student, model, *args, **options):
-    """`student.call` on an object built with `student.new` (for gradients and `repeat=2`): the worker resolves
-    a target {"handle", "method"} like the calls of `RemoteObject`."""
-    return student.call({"handle": model.handle.id, "method": "__call__"}, *args, **options)
-
-
 # -- rms_norm -------------------------------------------------------------------------------------------------------
 def rms_call(student, x, w, eps=None):
     """The student's rms_norm(x, w[, eps]); when it raises, the error carries a diagnosis if a square input tells
@@ -195,7 +189,7 @@ def swiglu_gradients(student, refs):
     weights = _mlp_weights(refs)
     model = mlp_model(student, D_MODEL, D_FF, weights)
     x = refs["mlp.grads.x"]
-    reply = call_object(student, model, x, grad_of=(0,))
+    reply = model.call(x, grad_of=(0,))
     expect.close(reply.value, refs["mlp.grads.y"], f"SwiGLU({D_MODEL}, {D_FF})(x)",
                  diagnose=lambda: diagnosis.mlp(x, weights, reply.value))
     _grads_close(reply, ("x",), (refs["mlp.grads.dx"],), lambda: diagnosis.mlp_grads(x, weights, reply.grads[0]))
@@ -318,7 +312,7 @@ def layer_gradients(student, refs):
     model = layer_model(student, (D_MODEL, HEADS, D_FF), weights)
     x = refs["layer.grads.x"]
     try:
-        reply = call_object(student, model, x, grad_of=(0,))
+        reply = model.call(x, grad_of=(0,))
     except StudentError as e:  # e.g. `x += ...` on an input that requires grad
         if not e.todo and not isinstance(e, SubmissionLoadError):
             e.diagnosis = expect.safely(lambda: _who_mutates(student, refs))
@@ -336,7 +330,7 @@ def layer_inputs_unchanged(student, refs):
     weights = _layer_weights(refs)
     model = layer_model(student, (D_MODEL, HEADS, D_FF), weights)
     x = refs["layer.full.x"]
-    reply = call_object(student, model, x, repeat=2)
+    reply = model.call(x, repeat=2)
     first = expect.tensor(reply.value, f"{HIDDEN}(x)")
     again = expect.tensor(reply.again, f"{HIDDEN}(x)")
     if first.shape != again.shape or not torch.equal(first.nan_to_num(), again.nan_to_num()):
@@ -362,7 +356,7 @@ def _who_mutates(student, refs):
     if found is not None:
         return found
     weights = _layer_weights(refs)
-    reply = call_object(student, layer_model(student, (D_MODEL, HEADS, D_FF), weights), refs["layer.full.x"], repeat=2)
+    reply = layer_model(student, (D_MODEL, HEADS, D_FF), weights).call(refs["layer.full.x"], repeat=2)
     a, b = reply.value, reply.again
     if type(a) is torch.Tensor and type(b) is torch.Tensor and not (a.shape == b.shape and torch.equal(a, b)):
         return diagnosis._named("layer_mutates_input")
