@@ -1,25 +1,39 @@
 """The decoder assignment (the second chapter): every correct variant gets full marks and no diagnosis; every wrong
 one loses the checks that must catch it and is told its mistake by name in Chinese and English; each attack gets its
-honest score; the student release and run.py work. Fixtures: tests/fixtures/decoder/, composed onto
+honest score; the student release and run.py work; the notebook form goes through `autograder grade`, otter, nbgrader
+and Gradescope. Fixtures: tests/fixtures/decoder/, composed onto
 solutions/decoder/decoder.py by tests/fixtures/compose.py."""
 from __future__ import annotations
 
+import ast
+import csv
+import inspect
+import io
+import json
 import re
+import shutil
 import subprocess
 import sys
+import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 
 from conftest import ROOT, TEST_LIMITS, TEST_SEED
 from fixtures.compose import FIXTURES, compose, parse_expect
+from test_integrations import BIN, ENV, otter_test_cases, total
+from test_integrations import nbgrader as run_nbgrader
 
 from autograder.assignments.decoder.spec import FORBIDDEN
 from autograder.engine.checks import load_suite
 from autograder.engine.forbidden import scan
 from autograder.engine.runner import grade_file
+from autograder.integrations.nbgrader_cells import autograded_function
+from autograder.release import zips
 from autograder.sandbox.client import Sandbox
 
 HERE = FIXTURES / "decoder"
@@ -181,18 +195,20 @@ DEMO = {"s01_zhang_wei": 20, "s02_olivia_brown": 20, "s03_liu_yang": 19, "s04_no
         "s06_ava_davis": 7, "s07_sun_hao": 4, "s08_mia_garcia": 19}
 
 
+DEMO_NOTEBOOK = "s03_liu_yang"  # hands in the notebook form (eps outside the square root, as in the module form)
+
+
 def test_demo_class_scores(decoder_grade):
     folder = ROOT / "examples" / "decoder_class"
     assert sorted(p.name for p in folder.iterdir()) == sorted(DEMO)
-    scores = {name: decoder_grade(folder / name / "decoder.py").score for name in DEMO}
+    files = {name: [p.name for p in (folder / name).iterdir()] for name in DEMO}
+    assert files == {name: ["decoder.ipynb" if name == DEMO_NOTEBOOK else "decoder.py"] for name in DEMO}
+    scores = {name: decoder_grade(folder / name / files[name][0]).score for name in DEMO}
     assert scores == DEMO
 
 
 def test_gradescope_zip_grades_the_module_under_an_lms_copy_name(tmp_path):
-    """The decoder has no notebook form: its Gradescope zip is still released, and grades `Decoder (1).py`."""
-    import json
-    import zipfile
-
+    """The module form through the Gradescope zip, under a name an LMS gives a copy: `Decoder (1).py`."""
     scores = {}
     for name, source in {"solution": base(), "post_norm": compose(HERE / "wrong" / "post_norm.py", base())}.items():
         root = tmp_path / name
@@ -205,4 +221,249 @@ def test_gradescope_zip_grades_the_module_under_an_lms_copy_name(tmp_path):
                              env={"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable})
         assert run.returncode == 0, run.stdout + run.stderr
         scores[name] = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))["score"]
+    assert scores["solution"] == 20 and scores["post_norm"] < 20, scores
+
+
+# -- the notebook form ----------------------------------------------------------------------------------------------
+# decoder.ipynb (assignments/decoder/notebook.py) through every path attention's notebook takes: `autograder grade`,
+# otter run, nbgrader autograde and the Gradescope zip. Two submissions, made from each path's released student
+# notebook: `solution` (the solution notebook's three graded cells) and `post_norm` (the same, with the DecoderLayer cell
+# replaced by the post_norm fixture's class): 20 and less than 20, everywhere.
+SOLUTION_NB = ROOT / "solutions" / "decoder" / "decoder.ipynb"
+STUDENT_NB = TEMPLATE / "decoder.ipynb"
+OTTER_NB = ROOT / "dist" / "decoder" / "otter_student" / "decoder.ipynb"
+OTTER_ZIP = ROOT / "dist" / "decoder" / "otter_autograder.zip"
+GRADESCOPE_ZIP = ROOT / "dist" / "decoder" / "gradescope_autograder.zip"
+GRADED = ("rms_norm", "SwiGLU", "DecoderLayer")
+NB_KINDS = ("solution", "post_norm")
+POINTS = {"rms_norm": 7, "SwiGLU": 4, "DecoderLayer": 9}
+
+
+def _first_def(source: str) -> str | None:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    return names[0] if names else None
+
+
+def graded_cells(path: Path) -> dict[str, str]:
+    """Graded name -> source of the code cell that defines it (the first name a cell defines)."""
+    nb = nbformat.read(path, as_version=4)
+    return {name: c.source for c in nb.cells if c.cell_type == "code"
+            for name in [_first_def(c.source)] if name in GRADED}
+
+
+def decoder_notebook(student_nb: Path, kind: str) -> str:
+    """A submission of `kind` (solution, post_norm) made from a released student notebook (nbgrader's or otter's)."""
+    nb = nbformat.read(student_nb, as_version=4)
+    bodies = graded_cells(SOLUTION_NB)
+    if kind == "post_norm":
+        bodies["DecoderLayer"] = compose(HERE / "wrong" / "post_norm.py", bodies["DecoderLayer"])
+        assert "self.norm1(x + self.attn(x" in bodies["DecoderLayer"]
+    filled = 0
+    for cell in nb.cells:
+        name = _first_def(cell.source) if cell.cell_type == "code" else None
+        if name in GRADED:
+            assert "NotImplementedError" in cell.source  # the released stub
+            cell.source, filled = bodies[name], filled + 1
+    assert filled == len(GRADED)
+    return nbformat.writes(nb)
+
+
+@pytest.mark.parametrize("path", [ROOT / "assignments" / "decoder" / "decoder.ipynb", STUDENT_NB],
+                         ids=["nbgrader_source", "student"])
+def test_notebook_has_one_locked_autograded_cell_per_graded_function_right_after_it(path):
+    nb = nbformat.read(path, as_version=4)
+    cells = [c for c in nb.cells if autograded_function(c)]
+    assert [autograded_function(c) for c in cells] == list(GRADED)
+    for cell in cells:
+        meta = cell.metadata["nbgrader"]
+        assert meta["locked"] and meta["grade"] and not meta["solution"]
+        assert meta["points"] == POINTS[autograded_function(cell)]
+        assert all(line.startswith("#") for line in cell.source.split("\n"))  # no test code, nothing hidden
+        before = nb.cells[nb.cells.index(cell) - 1]
+        assert _first_def(before.source) == autograded_function(cell)  # the defining cell comes just before
+
+
+def test_student_notebook_holds_the_given_code_the_stubs_and_the_grading_guard():
+    text = STUDENT_NB.read_text(encoding="utf-8")
+    source = "\n".join(c.source for c in nbformat.read(STUDENT_NB, as_version=4).cells if c.cell_type == "code")
+    for name in ("causal_mask", "scaled_dot_product_attention", "split_heads", "merge_heads", "MultiHeadAttention",
+                 "RMSNorm"):
+        assert f"\n{'class' if name[0].isupper() else 'def'} {name}" in "\n" + source
+    assert source.count('raise NotImplementedError("TODO: 见上方提示 / see the hint above")') == 3
+    assert 'GRADING = bool(os.environ.get("AUTOGRADER_GRADING"))' in source
+    assert "x.pow(2).mean(dim=-1, keepdim=True)" not in text and "BEGIN SOLUTION" not in text
+    assert "autograder check decoder.ipynb" in text
+    assert "autograder check decoder.ipynb" in (TEMPLATE / "README.md").read_text(encoding="utf-8")
+
+
+def test_solution_notebook_runs_and_prints_the_seed42_numbers_of_run_py():
+    """The notebook's code cells, run top to bottom in a plain interpreter with AUTOGRADER_GRADING unset (so the
+    experiment runs too): the y[0] rows are run.py's."""
+    code = "\n".join(c.source for c in nbformat.read(SOLUTION_NB, as_version=4).cells if c.cell_type == "code")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in ENV.items() if k != "AUTOGRADER_GRADING"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    module = subprocess.run([sys.executable, str(SOLUTION.parent / "run.py")], capture_output=True, text=True)
+    rows = [line for line in module.stdout.splitlines() if line.startswith("  t")]
+    assert len(rows) == 4 and all(row in run.stdout.splitlines() for row in rows)
+    assert "changing the last token leaves earlier tokens unchanged (causal): True" in run.stdout
+    assert " DecoderLayer: output == input: True" in run.stdout and "PostNormLayer: output == input: False" in run.stdout
+
+
+def test_solution_notebook_gets_full_marks_and_a_post_norm_cell_loses_points(decoder_grade, tmp_path):
+    results = {}
+    for kind in ("stub", *NB_KINDS):
+        path = tmp_path / kind / "decoder.ipynb"
+        path.parent.mkdir()
+        if kind == "stub":
+            shutil.copy(STUDENT_NB, path)
+        else:
+            path.write_text(decoder_notebook(STUDENT_NB, kind), encoding="utf-8")
+        results[kind] = decoder_grade(path)
+    assert results["solution"].score == 20, not_passed(results["solution"])
+    assert results["stub"].score == 0 and {c.status for c in results["stub"].checks} == {"not_implemented"}
+    wrong = results["post_norm"]
+    assert 0 < wrong.score < 20 and {"layer_seed42", "layer_zero_sublayers"} <= {c.name for c in wrong.checks
+                                                                                 if c.status != "passed"}
+    assert "post_norm" in {c.diagnosis for c in wrong.checks if c.diagnosis}
+    assert all(c.status == "passed" for c in wrong.checks if c.function != "DecoderLayer")
+
+
+def test_autograder_grade_scores_a_folder_of_notebooks(tmp_path):
+    folder = tmp_path / "class"
+    for kind in NB_KINDS:
+        (folder / kind).mkdir(parents=True)
+        (folder / kind / "decoder.ipynb").write_text(decoder_notebook(STUDENT_NB, kind), encoding="utf-8")
+    (folder / "untouched").mkdir()
+    shutil.copy(STUDENT_NB, folder / "untouched" / "decoder.ipynb")
+    started = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(tmp_path / "out"),
+                          "-q"], capture_output=True, text=True, timeout=600, cwd=tmp_path)  # --assignment inferred
+    print(f"\nautograder grade (3 notebooks): {time.perf_counter() - started:.1f} s")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO((tmp_path / "out" / "grades.csv").read_text()))}
+    assert {k: float(r["score"]) for k, r in rows.items()} == {"post_norm": float(rows["post_norm"]["score"]),
+                                                               "solution": 20.0, "untouched": 0.0}
+    assert 0 < float(rows["post_norm"]["score"]) < 20 and rows["post_norm"]["layer_seed42"] == "0"
+    assert "rms_shape" in rows["solution"] and "layer_zero_sublayers" in rows["solution"]
+
+
+def test_otter_public_tests_are_the_public_checks_pass_on_the_solution_and_fail_on_the_stub():
+    files = zips.read(OTTER_ZIP.read_bytes())
+    assert {n for n in files if not n.startswith("tests/")} == {"README.txt", "otter_config.json"}
+    config = json.loads(files["otter_config.json"])
+    assert config["plugins"] == [{"autograder.integrations.otter.IsolatedGrader": {"assignment": "decoder"}}]
+    namespaces = {}
+    for kind, path in (("solution", SOLUTION), ("stub", TEMPLATE / "decoder.py")):
+        namespaces[kind] = {}
+        exec(compile(path.read_text(encoding="utf-8"), path.name, "exec"), namespaces[kind])
+    names, failing_on_stub = set(), 0
+    for name, case in otter_test_cases(files):
+        names.add(name)
+        case.call_func(namespaces["solution"])  # raises if a public test fails on the solution
+        try:
+            case.call_func(namespaces["stub"])
+        except Exception:  # NotImplementedError from a TODO, or an AssertionError
+            failing_on_stub += 1
+    public = {c.name for c in load_suite("decoder").checks if c.visibility == "public"}
+    assert names == public and len(public) == 6
+    assert failing_on_stub == len(public)
+
+
+def test_otter_public_tests_catch_post_norm():
+    """The seed-42 test (the handout's y[0]) fails on the post-norm layer, which the contract tests do not see."""
+    from autograder.assignments.decoder.otter_tests import PUBLIC_TESTS
+
+    ns: dict = {}
+    exec(compile(compose(HERE / "wrong" / "post_norm.py", base()), "decoder.py", "exec"), ns)
+    for name, source in PUBLIC_TESTS.items():
+        test: dict = {}
+        exec(source, test)
+        function = test[f"test_{name}"]
+        args = [torch if p == "torch" else ns[p] for p in inspect.signature(function).parameters]
+        if name == "layer_seed42":
+            with pytest.raises(AssertionError, match="seed-42"):
+                function(*args)
+        else:
+            function(*args)
+
+
+@pytest.mark.slow
+def test_otter_run_scores_the_decoder_notebook_from_the_engine(tmp_path):
+    runs = {}
+    for kind in NB_KINDS:  # one at a time: two kernels starting at once can draw the same port
+        submission = tmp_path / kind / "decoder.ipynb"
+        submission.parent.mkdir()
+        submission.write_text(decoder_notebook(OTTER_NB, kind), encoding="utf-8")
+        started = time.perf_counter()
+        run = subprocess.run([str(BIN / "otter"), "run", "-a", str(OTTER_ZIP), "-o", str(submission.parent),
+                              str(submission)], env=ENV, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        runs[kind] = json.loads((submission.parent / "results.json").read_text()), time.perf_counter() - started
+    print("\notter run seconds:", {k: round(v[1], 1) for k, v in runs.items()})
+    scores = {kind: total(r[0]) for kind, r in runs.items()}
+    assert scores["solution"] == 20 and scores["post_norm"] < 20, scores
+    by_name = {t["name"]: t for t in runs["post_norm"][0]["tests"]}
+    assert set(by_name) == {"Public Tests", *GRADED}
+    assert by_name["rms_norm"]["score"] == 7 and by_name["SwiGLU"]["score"] == 4 and by_name["DecoderLayer"]["score"] < 9
+
+
+@pytest.fixture(scope="module")
+def decoder_nbgrader_course(tmp_path_factory):
+    """A course directory like the repository (nbgrader_config.py and assignments/decoder/), graded by nbgrader."""
+    course = tmp_path_factory.mktemp("decoder_course")
+    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(ROOT / "assignments" / "decoder", course / "assignments" / "decoder",
+                    ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    timings = {}
+    _, timings["generate_assignment"] = run_nbgrader(course, "generate_assignment", "decoder")
+    for kind in NB_KINDS:
+        folder = course / "submitted" / kind / "decoder"
+        folder.mkdir(parents=True)
+        (folder / "decoder.ipynb").write_text(decoder_notebook(STUDENT_NB, kind), encoding="utf-8")
+    _, timings["autograde (2 notebooks)"] = run_nbgrader(course, "autograde", "decoder")
+    print("\nnbgrader timings:", {k: round(v, 1) for k, v in timings.items()})
+    return course
+
+
+@pytest.mark.slow
+def test_nbgrader_releases_the_student_notebook_and_autograde_records_the_engine_scores(decoder_nbgrader_course):
+    from nbgrader.api import Gradebook
+
+    released = decoder_nbgrader_course / "student_template" / "decoder"
+    assert sorted(p.name for p in released.iterdir()) == ["decoder.ipynb"]  # no decoder.py (the solution!)
+    assert (released / "decoder.ipynb").read_bytes() == STUDENT_NB.read_bytes()
+    with Gradebook(f"sqlite:///{decoder_nbgrader_course / 'gradebook.db'}") as gb:
+        scores = {kind: gb.find_submission("decoder", kind).score for kind in NB_KINDS}
+        grades = {g.name: (g.score, g.max_score)
+                  for g in gb.find_submission_notebook("decoder", "decoder", "post_norm").grades}
+    assert scores["solution"] == 20 and scores["post_norm"] < 20, scores
+    assert grades["autograded_rms_norm"] == (7, 7) and grades["autograded_SwiGLU"] == (4, 4)
+    assert grades["autograded_DecoderLayer"][0] < 9 == grades["autograded_DecoderLayer"][1]
+    graded = [p for p in (decoder_nbgrader_course / "autograded").rglob("*") if p.is_file()]
+    assert graded and all(p.suffix == ".ipynb" for p in graded)  # no source file copied in
+
+
+def test_gradescope_zip_grades_the_notebook(tmp_path):
+    scores, seconds = {}, {}
+    for kind in NB_KINDS:
+        root = tmp_path / kind
+        with zipfile.ZipFile(GRADESCOPE_ZIP) as archive:
+            archive.extractall(root / "source")
+        (root / "source" / "run_autograder").chmod(0o755)
+        (root / "submission").mkdir()
+        (root / "submission" / "decoder.ipynb").write_text(decoder_notebook(STUDENT_NB, kind), encoding="utf-8")
+        started = time.perf_counter()
+        run = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True, timeout=300,
+                             env={"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable})
+        seconds[kind] = round(time.perf_counter() - started, 1)
+        assert run.returncode == 0, run.stdout + run.stderr
+        results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+        scores[kind] = results["score"]
+        assert [t["name"] for t in results["tests"]] == [c.name for c in load_suite("decoder").checks]
+    print("\nGradescope run_autograder seconds:", seconds)
     assert scores["solution"] == 20 and scores["post_norm"] < 20, scores

@@ -144,6 +144,16 @@ def test_one_locked_autograded_cell_per_graded_function(path):
         assert "自动评分" in cell.source and "Autograded" in cell.source
 
 
+def otter_test_cases(files: dict[str, bytes]):
+    """(name, otter test case) of every public test in an otter zip's files."""
+    for name, data in files.items():
+        if name.startswith("tests/"):
+            namespace: dict = {}
+            exec(compile(data.decode(), name, "exec"), namespace)
+            for case in [v for v in namespace.values() if type(v).__name__ == "test_case"]:
+                yield case.test_func.__name__.removeprefix("test_"), case
+
+
 def test_otter_public_tests_are_the_public_checks_and_pass_on_the_solution():
     import torch
 
@@ -157,17 +167,13 @@ def test_otter_public_tests_are_the_public_checks_and_pass_on_the_solution():
     for source in ZEROS.values():
         exec(source, zeros_ns)
     names, failing_on_zeros = set(), 0
-    for name, data in files.items():
-        if name.startswith("tests/"):
-            namespace: dict = {}
-            exec(compile(data.decode(), name, "exec"), namespace)
-            for case in [v for v in namespace.values() if type(v).__name__ == "test_case"]:
-                names.add(case.test_func.__name__.removeprefix("test_"))
-                case.call_func(solution_ns)  # raises if a public test fails on the solution
-                try:
-                    case.call_func(zeros_ns)
-                except AssertionError:
-                    failing_on_zeros += 1
+    for name, case in otter_test_cases(files):
+        names.add(name)
+        case.call_func(solution_ns)  # raises if a public test fails on the solution
+        try:
+            case.call_func(zeros_ns)
+        except AssertionError:
+            failing_on_zeros += 1
     assert names == {c.name for c in load_suite(ID).checks if c.visibility == "public"}
     assert failing_on_zeros >= 3
 

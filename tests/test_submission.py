@@ -25,7 +25,7 @@ def test_non_utf8_names_the_line(tmp_path):
     path.write_bytes(b"import torch\n# caf\xe9\n")
     with pytest.raises(SubmissionError, match=r"not UTF-8 text \(byte 0xe9 on line 2\)") as e:
         load(path)
-    assert "UTF-8" in e.value.zh
+    assert "UTF-8" in e.value.text.zh
 
 
 def test_syntax_error_names_the_line(tmp_path):

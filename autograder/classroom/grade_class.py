@@ -23,6 +23,7 @@ from autograder.engine.runner import grade_file, ungradable
 from autograder.report.render import terminal_text
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.limits import Limits
+from autograder.text import Text
 
 from .gradebook import Gradebook
 from .intake import Entry, find_submissions
@@ -96,7 +97,7 @@ class ClassRun:
         todo, skipped = [], 0
         for entry in entries:
             if entry.path is None:
-                book.save(ungradable(entry.student, self.suite, None, entry.problem_en, entry.problem_zh), fingerprint,
+                book.save(ungradable(entry.student, self.suite, None, Text(zh=entry.problem_zh, en=entry.problem_en)), fingerprint,
                           seeds[entry.student])
             elif self.mode == "resume" and book.is_current(self.suite.assignment, entry.student,
                                                            _sha256(entry.path), fingerprint):

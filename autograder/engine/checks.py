@@ -75,6 +75,14 @@ class Suite:
     def max_score(self) -> float:
         return sum(c.points for c in self.checks)
 
+    @property
+    def points_by_function(self) -> dict[str, float]:
+        """Graded functions in check order, with their total points."""
+        points: dict[str, float] = {}
+        for c in self.checks:
+            points[c.function] = points.get(c.function, 0.0) + c.points
+        return points
+
     def public(self) -> "Suite":
         return Suite(self.spec, tuple(c for c in self.checks if c.visibility == "public"))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from autograder.sandbox.wire import Other
+from autograder.text import Text
 
 ATOL, RTOL = 1e-5, 1e-4
 
@@ -22,22 +23,37 @@ ATOL, RTOL = 1e-5, 1e-4
 class Diagnosis:
     """A named, recognised mistake with a plain-words explanation."""
     id: str
-    zh: str
-    en: str
+    text: Text
+
+    @property
+    def zh(self) -> str:
+        return self.text.zh
+
+    @property
+    def en(self) -> str:
+        return self.text.en
+
+
+NOTHING = Text(zh="", en="")
 
 
 class CheckFailed(AssertionError):
-    """`en`/`zh` say what is wrong in the grader's own words; `measured` = (en, zh) adds what was measured on the
-    student's result (shapes, counts, differences): shown for public checks only, since a student can make their
-    result encode a hidden input and read it back from such numbers."""
+    """`text` says what is wrong in the grader's own words; `measured` adds what was measured on the student's
+    result (shapes, counts, differences): shown for public checks only, since a student can make their result
+    encode a hidden input and read it back from such numbers."""
 
-    def __init__(self, en: str, zh: str, diagnosis: Diagnosis | None = None, measured: tuple[str, str] = ("", "")):
-        super().__init__(en)
-        self.en, self.zh, self.diagnosis, self.measured = en, zh, diagnosis, measured
+    def __init__(self, text: Text, diagnosis: Diagnosis | None = None, measured: Text = NOTHING):
+        super().__init__(text.en)
+        self.text, self.diagnosis, self.measured = text, diagnosis, measured
 
 
-def fail(en: str, zh: str, diagnosis: Diagnosis | None = None, measured: tuple[str, str] = ("", "")):
-    raise CheckFailed(en, zh, diagnosis, measured)
+def fail(text: Text, diagnosis: Diagnosis | None = None, measured: Text = NOTHING):
+    raise CheckFailed(text, diagnosis, measured)
+
+
+def got(zh: str, en: str) -> Text:
+    """What was measured, as the failure messages append it: "(got …)" / "（实际是 …）"."""
+    return Text(zh=f"（实际是 {zh}）", en=f"(got {en})")
 
 
 def _describe(value) -> str:
@@ -49,14 +65,14 @@ def _describe(value) -> str:
 def tensor(value, what: str, shape=None, dtype=None, diagnose=None) -> torch.Tensor:
     """`value` must be a tensor of exactly this shape (tuple) and dtype; returns it."""
     if type(value) is not torch.Tensor:
-        fail(f"{what} should be a torch.Tensor", f"{what} 应当是 torch.Tensor", safely(diagnose),
-             (f"(got {_describe(value)})", f"（实际是 {_describe(value)}）"))
+        fail(Text(zh=f"{what} 应当是 torch.Tensor", en=f"{what} should be a torch.Tensor"), safely(diagnose),
+             got(_describe(value), _describe(value)))
     if shape is not None and tuple(value.shape) != tuple(shape):
-        fail(f"{what} should have shape {list(shape)}", f"{what} 的形状应为 {list(shape)}", safely(diagnose),
-             (f"(got {list(value.shape)})", f"（实际是 {list(value.shape)}）"))
+        fail(Text(zh=f"{what} 的形状应为 {list(shape)}", en=f"{what} should have shape {list(shape)}"),
+             safely(diagnose), got(list(value.shape), list(value.shape)))
     if dtype is not None and value.dtype != dtype:
-        fail(f"{what} should have dtype {dtype}", f"{what} 的 dtype 应为 {dtype}", safely(diagnose),
-             (f"(got {value.dtype})", f"（实际是 {value.dtype}）"))
+        fail(Text(zh=f"{what} 的 dtype 应为 {dtype}", en=f"{what} should have dtype {dtype}"), safely(diagnose),
+             got(value.dtype, value.dtype))
     return value
 
 
@@ -64,18 +80,18 @@ def pair(value, what: str, names: tuple[str, str]):
     """`value` must be a tuple or list of exactly two items, named `names` in messages (e.g. ("output", "mask"))."""
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         shown = f"({', '.join(names)})"
-        fail(f"{what} should return a pair {shown}", f"{what} 应返回二元组 {shown}",
-             Diagnosis("not_a_pair", f"函数必须返回两个张量组成的元组 {shown}，不能只返回一个。",
-                       f"The function must return a tuple of two tensors, {shown}, not a single value."),
-             (f"(got {_describe(value)})", f"（实际是 {_describe(value)}）"))
+        fail(Text(zh=f"{what} 应返回二元组 {shown}", en=f"{what} should return a pair {shown}"),
+             Diagnosis("not_a_pair", Text(zh=f"函数必须返回两个张量组成的元组 {shown}，不能只返回一个。",
+                                          en=f"The function must return a tuple of two tensors, {shown}, not a single value.")),
+             got(_describe(value), _describe(value)))
     return value
 
 
 def finite(value: torch.Tensor, what: str, diagnose=None) -> None:
     if value.is_floating_point() and not torch.isfinite(value).all():
         bad = int((~torch.isfinite(value)).sum())
-        fail(f"{what} contains NaN/inf values", f"{what} 含有 NaN/inf", safely(diagnose),
-             (f"({bad} of {value.numel()})", f"（{bad}/{value.numel()} 个）"))
+        fail(Text(zh=f"{what} 含有 NaN/inf", en=f"{what} contains NaN/inf values"), safely(diagnose),
+             Text(zh=f"（{bad}/{value.numel()} 个）", en=f"({bad} of {value.numel()})"))
 
 
 def close(actual, expected: torch.Tensor, what: str, atol: float = ATOL, rtol: float = RTOL,
@@ -89,12 +105,12 @@ def close(actual, expected: torch.Tensor, what: str, atol: float = ATOL, rtol: f
         bad = err > atol + rtol * e.abs()
         if bool(bad.any()):
             index = [int(i) for i in torch.nonzero(bad)[0]]
-            fail(f"{what} differs from the expected values", f"{what} 与期望值不一致", None,
-                 (f"({bad.sum().item()} of {bad.numel()} values; largest difference {err.max().item():.3g}, "
-                  f"first at index {index})",
-                  f"（{bad.sum().item()}/{bad.numel()} 个位置；最大差 {err.max().item():.3g}，第一个位置 {index}）"))
+            fail(Text(zh=f"{what} 与期望值不一致", en=f"{what} differs from the expected values"), None,
+                 Text(zh=f"（{bad.sum().item()}/{bad.numel()} 个位置；最大差 {err.max().item():.3g}，第一个位置 {index}）",
+                      en=f"({bad.sum().item()} of {bad.numel()} values; largest difference {err.max().item():.3g}, "
+                         f"first at index {index})"))
     except CheckFailed as failure:
-        raise CheckFailed(failure.en, failure.zh, safely(diagnose), failure.measured) from None
+        raise CheckFailed(failure.text, safely(diagnose), failure.measured) from None
     return actual
 
 
@@ -113,7 +129,7 @@ def equal(actual, expected: torch.Tensor, what: str) -> torch.Tensor:
     actual = tensor(actual, what, expected.shape, expected.dtype)
     if not torch.equal(actual, expected):
         wrong = (actual != expected).nonzero()
-        fail(f"{what} has wrong values", f"{what} 的值不对", None,
-             (f"({len(wrong)} positions, first at {wrong[0].tolist()})",
-              f"（{len(wrong)} 个位置，第一个是 {wrong[0].tolist()}）"))
+        fail(Text(zh=f"{what} 的值不对", en=f"{what} has wrong values"), None,
+             Text(zh=f"（{len(wrong)} 个位置，第一个是 {wrong[0].tolist()}）",
+                  en=f"({len(wrong)} positions, first at {wrong[0].tolist()})"))
     return actual

@@ -1,4 +1,4 @@
-"""Results of grading: per check and per submission, and their Gradescope `results.json` form."""
+"""Results of grading: per check and per submission (stored in the gradebook; shown through report/feedback.py)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -52,28 +52,3 @@ class SubmissionResult:
         data = dict(data)
         data["checks"] = [CheckResult(**c) for c in data.get("checks", [])]
         return cls(**data)
-
-
-GRADESCOPE_VISIBILITY = {"public": "visible", "hidden": "after_published"}
-
-
-def to_gradescope(result: SubmissionResult, hidden_visibility: str = "after_published") -> dict:
-    """Gradescope's results.json: overall score and output, one entry per check (feedback text in zh + en)."""
-    tests = []
-    for c in result.checks:
-        lines = [f"{c.zh} / {c.en}"]
-        if c.status != "passed":
-            lines.append(f"{c.detail_zh}\n{c.detail_en}".strip())
-        if c.diagnosis:
-            lines.append(f"{c.diagnosis_zh}\n{c.diagnosis_en}")
-        tests.append({
-            "name": c.name,
-            "score": c.score,
-            "max_score": c.max_score,
-            "status": "passed" if c.status == "passed" else "failed",
-            "output": "\n".join(x for x in lines if x),
-            "visibility": "visible" if c.visibility == "public" else hidden_visibility,
-        })
-    output = f"{result.error_zh}\n{result.error_en}".strip() if result.error_en else ""
-    return {"score": result.score, "output": output, "execution_time": round(result.seconds, 3), "tests": tests,
-            "extra_data": {"isolation": result.isolation}}

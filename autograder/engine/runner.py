@@ -20,6 +20,7 @@ from typing import Callable
 
 from autograder.sandbox.client import Sandbox, SandboxUnavailable, WorkerCrashed, WorkerTimeout
 from autograder.sandbox.limits import Limits
+from autograder.text import Text
 
 from . import forbidden as forbidden_scan
 from .checks import Check, Suite
@@ -38,27 +39,28 @@ def grade_file(path: Path, student: str, suite: Suite, sandbox: Sandbox, limits:
         try:
             submission = load(path, {c.function for c in suite.checks})
         except SubmissionError as e:
-            return ungradable(student, suite, path, e.en, e.zh, started)
+            return ungradable(student, suite, path, e.text, started)
         result = grade_submission(submission, student, suite, sandbox, limits, refs)
     except SandboxUnavailable:  # the grader cannot do its job: stop the run, don't blame the student
         raise
     except (Exception, RecursionError, MemoryError) as e:  # a grader bug met on this submission: its row says so
         log.exception("internal error while grading %s", path)
-        return ungradable(student, suite, path,
-                          f"internal grader error ({type(e).__name__}); the course staff have been told in the "
-                          "grading log", f"评分程序内部错误（{type(e).__name__}），已记录在评分日志中", started)
+        return ungradable(student, suite, path, Text(
+            zh=f"评分程序内部错误（{type(e).__name__}），已记录在评分日志中",
+            en=f"internal grader error ({type(e).__name__}); the course staff have been told in the grading log"),
+            started)
     result.seconds = time.perf_counter() - started
     result.isolation = sandbox.tier.name
     return result
 
 
-def ungradable(student: str, suite: Suite, path: Path | None, en: str, zh: str,
+def ungradable(student: str, suite: Suite, path: Path | None, why: Text,
                started: float | None = None) -> SubmissionResult:
     """A result for a submission that could not be run at all: every check scores 0, with the reason."""
-    checks = [_result(c, 0.0, "not_graded", en=en, zh=zh) for c in suite.checks]
+    checks = [_result(c, 0.0, "not_graded", en=why.en, zh=why.zh) for c in suite.checks]
     seconds = time.perf_counter() - started if started is not None else 0.0
     return SubmissionResult(student, suite.assignment, path.name if path else None, None, 0.0, suite.max_score,
-                            checks, en, zh, seconds=seconds)
+                            checks, error_en=why.en, error_zh=why.zh, seconds=seconds)
 
 
 def grade_submission(submission: Submission, student: str, suite: Suite, sandbox: Sandbox, limits: Limits,
@@ -117,7 +119,8 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite, names: set[str] | N
     try:
         check.run(**{name: fixtures[name] for name in check.fixtures})
     except CheckFailed as e:
-        en, zh = (f"{e.en} {e.measured[0]}".strip(), f"{e.zh}{e.measured[1]}") if public else (e.en, e.zh)
+        en, zh = (f"{e.text.en} {e.measured.en}".strip(), f"{e.text.zh}{e.measured.zh}") if public else \
+            (e.text.en, e.text.zh)
         r = _diagnose(_result(check, 0.0, "failed", en=en, zh=zh), e.diagnosis)
     except ForbiddenAPIUsed as e:
         r = _forbidden(check, e.apis, suite)
@@ -190,10 +193,10 @@ def _forbidden(check: Check, apis: list[str], suite: Suite) -> CheckResult:
     return _diagnose(result, FORBIDDEN_API)
 
 
-FORBIDDEN_API = Diagnosis("forbidden_api", "你调用了作业要求你自己实现的现成函数：只要还在用它，这个函数的检查都得 0 分。请删掉这个调用，用基本的张量运算自己写。",
-                          "You call a ready-made function that the assignment asks you to write yourself: every check "
-                          "of this function scores 0 while it is used. Remove the call and build the computation "
-                          "from basic tensor operations.")
+FORBIDDEN_API = Diagnosis("forbidden_api", Text(
+    zh="你调用了作业要求你自己实现的现成函数：只要还在用它，这个函数的检查都得 0 分。请删掉这个调用，用基本的张量运算自己写。",
+    en="You call a ready-made function that the assignment asks you to write yourself: every check of this function "
+       "scores 0 while it is used. Remove the call and build the computation from basic tensor operations."))
 
 
 def _result(check: Check, score: float, status: str, *, en: str = "", zh: str = "") -> CheckResult:

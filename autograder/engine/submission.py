@@ -12,17 +12,19 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.text import Text
+
 MAX_BYTES = 2 << 20
 # Lines a plain Python interpreter cannot run or that would reach a grading tool inside the student's process.
 NEUTRALISED = re.compile(r"^\s*([%!?]|import\s+otter\b|from\s+otter\b|grader\s*=\s*otter\.|grader\.\w+\()")
 
 
 class SubmissionError(Exception):
-    """The file cannot be graded; `en`/`zh` say why in words a student can act on."""
+    """The file cannot be graded; `text` says why in words a student can act on."""
 
-    def __init__(self, en: str, zh: str):
+    def __init__(self, *, zh: str, en: str):
         super().__init__(en)
-        self.en, self.zh = en, zh
+        self.text = Text(zh=zh, en=en)
 
 
 @dataclass(frozen=True)
@@ -42,16 +44,16 @@ def read_bytes(path: Path) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
         if os.path.islink(path):
-            raise SubmissionError(f"{path.name} is a symbolic link; submit the file itself",
-                                  f"{path.name} 是符号链接；请提交文件本身") from None
-        raise SubmissionError(f"cannot read {path.name}: {e.strerror}", f"无法读取 {path.name}：{e.strerror}") from None
+            raise SubmissionError(en=f"{path.name} is a symbolic link; submit the file itself",
+                                  zh=f"{path.name} 是符号链接；请提交文件本身") from None
+        raise SubmissionError(en=f"cannot read {path.name}: {e.strerror}", zh=f"无法读取 {path.name}：{e.strerror}") from None
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise SubmissionError(f"{path.name} is not a regular file", f"{path.name} 不是普通文件")
+            raise SubmissionError(en=f"{path.name} is not a regular file", zh=f"{path.name} 不是普通文件")
         if info.st_size > MAX_BYTES:
-            raise SubmissionError(f"{path.name} is {info.st_size} bytes; the limit is {MAX_BYTES}",
-                                  f"{path.name} 有 {info.st_size} 字节，上限是 {MAX_BYTES}")
+            raise SubmissionError(en=f"{path.name} is {info.st_size} bytes; the limit is {MAX_BYTES}",
+                                  zh=f"{path.name} 有 {info.st_size} 字节，上限是 {MAX_BYTES}")
         return f.read(MAX_BYTES + 1)
 
 
@@ -61,8 +63,8 @@ def decode_utf8(raw: bytes, name: str) -> str:
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise SubmissionError(
-            f"{name} is not UTF-8 text (byte 0x{raw[e.start]:02x} on line {line}); save it as UTF-8",
-            f"{name} 不是 UTF-8 编码（第 {line} 行的字节 0x{raw[e.start]:02x}）；请以 UTF-8 保存") from None
+            en=f"{name} is not UTF-8 text (byte 0x{raw[e.start]:02x} on line {line}); save it as UTF-8",
+            zh=f"{name} 不是 UTF-8 编码（第 {line} 行的字节 0x{raw[e.start]:02x}）；请以 UTF-8 保存") from None
 
 
 def skip_iri_grammar() -> None:
@@ -80,8 +82,8 @@ def notebook_cells(text: str, name: str) -> list[str]:
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as e:
-        raise SubmissionError(f"{name} is not a valid Jupyter notebook ({type(e).__name__})",
-                              f"{name} 不是有效的 Jupyter notebook（{type(e).__name__}）") from None
+        raise SubmissionError(en=f"{name} is not a valid Jupyter notebook ({type(e).__name__})",
+                              zh=f"{name} 不是有效的 Jupyter notebook（{type(e).__name__}）") from None
     blocks = []
     for number, cell in enumerate(nb.cells, 1):
         if cell.cell_type != "code":
@@ -143,10 +145,10 @@ def _parse(source: str, name: str) -> ast.Module:
         with PARSE_LOCK:
             return ast.parse(source, name)  # parsing runs nothing; it finds syntax errors
     except SyntaxError as e:
-        raise SubmissionError(f"SyntaxError on line {e.lineno} of {name}: {e.msg}",
-                              f"{name} 第 {e.lineno} 行有语法错误：{e.msg}") from None
+        raise SubmissionError(en=f"SyntaxError on line {e.lineno} of {name}: {e.msg}",
+                              zh=f"{name} 第 {e.lineno} 行有语法错误：{e.msg}") from None
     except ValueError as e:  # e.g. null bytes
-        raise SubmissionError(f"{name} cannot be compiled: {e}", f"{name} 无法编译：{e}") from None
+        raise SubmissionError(en=f"{name} cannot be compiled: {e}", zh=f"{name} 无法编译：{e}") from None
     except (RecursionError, MemoryError):  # e.g. 200,000 unary minus signs in a row: CPython cannot compile it either
-        raise SubmissionError(f"{name} is nested too deeply to compile (an expression with thousands of levels)",
-                              f"{name} 嵌套层数过多，无法编译（某个表达式有成千上万层）") from None
+        raise SubmissionError(en=f"{name} is nested too deeply to compile (an expression with thousands of levels)",
+                              zh=f"{name} 嵌套层数过多，无法编译（某个表达式有成千上万层）") from None

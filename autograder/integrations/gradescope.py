@@ -17,10 +17,11 @@ import sys
 from pathlib import Path
 
 from autograder.engine.resolve import resolve
-from autograder.engine.results import to_gradescope
 from autograder.engine.runner import ungradable
+from autograder.report.feedback import feedback, gradescope_json, summary
+from autograder.text import Text
 
-from . import grading, text
+from . import grading
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
@@ -31,17 +32,18 @@ def results_for(root: Path, assignment: str, hidden_visibility: str) -> dict:
     found = resolve(root / "submission", suite.submission_files, assignment)
     if found.path is None:
         names = " / ".join(suite.submission_files)
-        result = ungradable("submission", suite, None, f"{found.reason_en}: upload {names}",
-                            f"{found.reason_zh}：请上传 {names}")
+        result = ungradable("submission", suite, None, Text(zh=f"{found.reason_zh}：请上传 {names}",
+                                                            en=f"{found.reason_en}: upload {names}"))
     else:
         # hidden inputs per Gradescope user (the result itself is "submission"); the secret is source/course_secret,
         # written by setup.sh when the image is built (or shipped in the zip), or $AUTOGRADER_COURSE_SECRET
         seed = grading.seed_for(assignment, grading.gradescope_submitter(root) or "submission",
                                 shipped=root / "source" / "course_secret")
         result = grading.grade_path(found.path, assignment, "submission", secrets=[str(root)], seed=seed)
-    data = to_gradescope(result, hidden_visibility)
+    fb = feedback(result)
+    data = gradescope_json(fb, hidden_visibility)
     note = f"{found.note_zh} / {found.note_en}" if found.note_en else ""
-    data["output"] = "\n\n".join(part for part in (text.summary(result), note, data["output"]) if part).strip()
+    data["output"] = "\n\n".join(part for part in (summary(fb), note, data["output"]) if part).strip()
     data["stdout_visibility"] = "hidden"
     return data
 

@@ -27,6 +27,7 @@ from autograder.engine.results import SubmissionResult
 from autograder.engine.runner import grade_file, ungradable
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.limits import Limits
+from autograder.text import Text
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,9 @@ def grade_path(path: Path, assignment: str, student: str = "student",
         return grade_file(Path(path), student, suite, sandbox(secrets, assignment), limits_from_env(), refs)
     except Exception as e:  # sandbox unavailable, internal error: fail closed, with the reason
         log.exception("grading %s failed", path)
-        return ungradable(student, suite, Path(path), f"the grader could not run: {type(e).__name__}: {e}",
-                          f"评分程序无法运行：{type(e).__name__}: {e}", started)
+        return ungradable(student, suite, Path(path), Text(zh=f"评分程序无法运行：{type(e).__name__}: {e}",
+                                                           en=f"the grader could not run: {type(e).__name__}: {e}"),
+                          started)
 
 
 def grade_text(text: str, filename: str, assignment: str, student: str = "student",

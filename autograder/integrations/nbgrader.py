@@ -20,8 +20,9 @@ from traitlets import Unicode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.assignments import discover
+from autograder.report.feedback import Feedback, feedback, num, plain_lines
 
-from . import grading, text
+from . import grading
 from .nbgrader_cells import autograded_function, grade_cell, score_outputs
 
 
@@ -38,7 +39,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         named = info.get("assignment") if info.get("assignment") in discover() else None  # nbgrader's own name
         assignment = grading.assignment_for(self.assignment or named, Path(notebook))
         suite = grading.suite_for(assignment)
-        points = text.functions(suite)
+        points = suite.points_by_function
         present = {autograded_function(c) for c in nb.cells} - {None}
         for function in points:  # a deleted grade cell would record nothing: put it back, so it scores too
             if function not in present:
@@ -51,12 +52,12 @@ class GradeInSandbox(NbGraderPreprocessor):
         # nbgrader runs in the course root: the course secret is kept there (course_secret, beside gradebook.db)
         result = grading.grade_text(source, notebook, assignment, student, secrets=[os.getcwd()],
                                     course=Path(os.getcwd()))
-        self.log.info("%s: %s/%s (isolated engine)", student, text.num(result.score), text.num(result.max_score))
+        self.log.info("%s: %s/%s (isolated engine)", student, num(result.score), num(result.max_score))
+        fb = feedback(result)
         for cell in nb.cells:
             function = autograded_function(cell)
             if function is not None:
-                earned, _ = text.function_points(result, function)
-                cell.outputs = score_outputs(text.function_feedback(result, function), earned)
+                cell.outputs = score_outputs(function_feedback(fb, function), fb.part(function).score)
                 cell.execution_count = None
         resources.setdefault("autograder", {})["result"] = result.to_dict()
         return nb, resources
@@ -69,3 +70,15 @@ def _without_outputs(nb: NotebookNode) -> str:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     return nbformat.writes(clean)
+
+
+def function_feedback(fb: Feedback, function: str) -> str:
+    """The text of one autograded cell: the function's points and every one of its checks, in zh and en."""
+    part = fb.part(function)
+    lines = [f"{function}: {num(part.score)}/{num(part.max_score)} 分 / points — 由隔离评分程序评出 / scored by "
+             "the isolated grader"]
+    if fb.error is not None:
+        lines += [f"    {fb.error.zh}", f"    {fb.error.en}"]
+    for line in part.lines:
+        lines += plain_lines(line)
+    return "\n".join(lines) + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from nbformat import v4
 from nbformat.notebooknode import NotebookNode
 
-from .text import num
+from autograder.report.feedback import num
 
 GRADE_ID_PREFIX = "autograded_"
 

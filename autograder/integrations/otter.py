@@ -20,7 +20,9 @@ from otter.plugins import AbstractOtterPlugin
 from otter.test_files.abstract_test import TestCase, TestCaseResult
 from otter.test_files.exception_test import ExceptionTestFile
 
-from . import grading, text
+from autograder.report.feedback import feedback, plain_lines, summary
+
+from . import grading
 
 OTTER_LOG = ".OTTER_LOG"
 REPLACEMENT_NOTE = ("# 提交的代码已在隔离沙箱中评分，这里不运行任何学生代码。\n"
@@ -61,31 +63,28 @@ class IsolatedGrader(AbstractOtterPlugin):
     def after_grading(self, results):
         if self.result is None:  # before_execution never ran: grade now, still in the sandbox
             self.before_execution(None)
-        result = self.result
+        fb = feedback(self.result)
         suite = grading.suite_for(self.assignment)
         results.clear_results()
         results._catastrophic_error = None  # otter's own run of the replacement notebook is not the submission
-        for function in text.functions(suite):
-            results.results[function] = _test_file(result, function)
-            results.update_score(function, text.function_points(result, function)[0])
-        results.set_output(text.summary(result))
+        for function in suite.points_by_function:
+            results.results[function] = _test_file(fb, function)
+            results.update_score(function, fb.part(function).score)
+        results.set_output(summary(fb))
 
     def generate_report(self):
         if self.result is None:
             return ""
-        return "isolated engine / 隔离评分: " + text.summary(self.result)
+        return "isolated engine / 隔离评分: " + summary(feedback(self.result))
 
 
-def _test_file(result, function: str) -> ExceptionTestFile:
+def _test_file(fb, function: str) -> ExceptionTestFile:
     cases, outcomes = [], []
-    for check in result.checks:
-        if check.function != function:
-            continue
+    for check in fb.part(function).lines:
         case = TestCase(name=check.name, body="", hidden=check.visibility == "hidden", points=check.max_score,
                         success_message=None, failure_message=None)
-        lines = text.check_lines(check)
         cases.append(case)
-        outcomes.append(TestCaseResult(test_case=case, message="\n".join(lines), passed=check.status == "passed"))
+        outcomes.append(TestCaseResult(test_case=case, message="\n".join(plain_lines(check)), passed=check.passed))
     test_file = ExceptionTestFile(function, "", cases, all_or_nothing=False)
     test_file.test_case_results = outcomes
     return test_file

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from autograder.integrations.text import functions as graded_functions
 
 from . import gradescope_bundle, handout, leaks, manifest, markers, notebook, otter_bundle, references, writer
 from .errors import ReleaseError
@@ -81,7 +80,7 @@ def build(root: Path, assignment: str) -> Release:
         out[f"{student}/{name}"] = stub.encode("utf-8")
 
     suite = _suite(spec.id)
-    graded = graded_functions(suite) if suite is not None else {}
+    graded = suite.points_by_function if suite is not None else {}
     nbs = None
     nb_source = folder / spec.notebook_source
     if spec.notebook and nb_source.is_file():

@@ -116,7 +116,8 @@ def package_files(assignment: str, reference_solution: bytes | None) -> dict[str
     import autograder
 
     base = Path(autograder.__file__).resolve().parent
-    wanted = [base / "__init__.py", base / "text.py", base / "assignments" / "__init__.py"]
+    wanted = [base / "__init__.py", base / "text.py", base / "assignments" / "__init__.py",
+              base / "report" / "__init__.py", base / "report" / "feedback.py"]  # the feedback model, no jinja
     for part in PACKAGE_PARTS:
         wanted += sorted((base / part).glob("*.py"))
     wanted += sorted((base / "assignments" / assignment).glob("*.py"))

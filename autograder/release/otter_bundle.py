@@ -20,7 +20,6 @@ from pathlib import Path
 import nbformat
 from nbformat import v4
 
-from autograder.integrations import text
 from autograder.integrations.nbgrader_cells import autograded_function
 
 from . import zips
@@ -73,7 +72,7 @@ def master_notebook(source_nb: str, assignment: str, suite, stub: str) -> str:
     nb = nbformat.reads(source_nb, as_version=4)
     otter_tests = suite.spec.part("otter_tests")
     tests = otter_tests.PUBLIC_TESTS if otter_tests is not None else {}
-    points = text.functions(suite)
+    points = suite.points_by_function
     public = {c.name: c for c in suite.checks if c.visibility == "public"}
     if set(tests) != set(public):
         raise ReleaseError(f"otter public tests {sorted(tests)} do not match the public checks {sorted(public)}",

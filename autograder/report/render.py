@@ -6,6 +6,8 @@ import re
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from rich.markup import escape as rich_escape
 
+from .feedback import num  # noqa: F401  (the templates' number format)
+
 # HTML templates escape everything they insert: student ids, exception messages and printed output are
 # written by students, and the reports are opened in the course staff's browsers.
 ENV = Environment(loader=PackageLoader("autograder.report", "templates"), undefined=StrictUndefined,
@@ -68,7 +70,3 @@ def code_fence(text: str) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
 
-
-def num(x: float) -> str:
-    """1.0 -> '1', 0.5 -> '0.5'."""
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"

@@ -6,14 +6,11 @@ import json
 from pathlib import Path
 
 from autograder.engine.checks import Suite
-from autograder.engine.results import SubmissionResult, to_gradescope
+from autograder.engine.results import SubmissionResult
 
 from .class_report import class_report_html
+from .feedback import HIDDEN, feedback, gradescope_json
 from .render import ENV, code_fence, csv_cell, file_stem, num
-
-STATUS_ICON = {"passed": "✅", "failed": "❌", "error": "💥", "not_implemented": "📝", "timeout": "⏱️",
-               "crashed": "💥", "forbidden": "🚫", "not_graded": "—"}
-
 
 def write_outputs(out: Path, suite: Suite, results: list[SubmissionResult], stats: dict,
                   already_written: set[str] = frozenset()) -> dict[str, Path]:
@@ -35,10 +32,10 @@ def write_student(out: Path, result: SubmissionResult) -> None:
     for folder in ("feedback", "results"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     stem = file_stem(result.student)
-    _write(out / "feedback" / f"{stem}.md", feedback("feedback.md.j2", result))
-    _write(out / "feedback" / f"{stem}.html", feedback("feedback.html.j2", result))
-    _write(out / "results" / f"{stem}.json",
-           json.dumps(to_gradescope(result), ensure_ascii=False, indent=2) + "\n")
+    fb = feedback(result)
+    _write(out / "feedback" / f"{stem}.md", render_feedback("feedback.md.j2", fb))
+    _write(out / "feedback" / f"{stem}.html", render_feedback("feedback.html.j2", fb))
+    _write(out / "results" / f"{stem}.json", json.dumps(gradescope_json(fb), ensure_ascii=False, indent=2) + "\n")
 
 
 def write_grades_csv(path: Path, suite: Suite, results: list[SubmissionResult]) -> None:
@@ -54,23 +51,9 @@ def write_grades_csv(path: Path, suite: Suite, results: list[SubmissionResult]) 
                              *(num(earned.get(n, 0.0)) for n in names)])
 
 
-def feedback(template: str, result: SubmissionResult) -> str:
+def render_feedback(template: str, fb) -> str:
     """One student's feedback, as Markdown (feedback.md.j2) or as a standalone HTML page (feedback.html.j2)."""
-    return ENV.get_template(template).render(r=result, icon=STATUS_ICON, num=num, groups=problem_groups(result),
-                                             fence=code_fence(result.output or ""))
-
-
-def problem_groups(result: SubmissionResult) -> list[dict]:
-    """Failed checks per function, in check order, each function with its distinct diagnoses (said once)."""
-    groups: dict[str, dict] = {}
-    for c in result.checks:
-        if c.status == "passed":
-            continue
-        group = groups.setdefault(c.function, {"function": c.function, "checks": [], "diagnoses": {}})
-        group["checks"].append(c)
-        if c.diagnosis:
-            group["diagnoses"].setdefault(c.diagnosis, (c.diagnosis_zh, c.diagnosis_en))
-    return list(groups.values())
+    return ENV.get_template(template).render(fb=fb, num=num, hidden=HIDDEN, fence=code_fence(fb.output or ""))
 
 
 def _write(path: Path, text: str) -> None:

@@ -30,14 +30,6 @@ TEXT = {
     "subset": ("公开测试是正式评分 {total} 项检查中的 {public} 项", "the public tests are {public} of the {total} graded checks"),
     "checked": ("检查的文件", "checked"),
     "other_form": ("（要检查另一个文件，请运行 autograder check {other}）", "(to check the other file: autograder check {other})"),
-    "passed": ("通过", "passed"),
-    "failed": ("未通过", "failed"),
-    "not_implemented": ("还没实现", "not yet implemented"),
-    "error": ("出错", "error"),
-    "timeout": ("超时", "timed out"),
-    "crashed": ("崩溃", "crashed"),
-    "forbidden": ("使用了禁止的 API", "forbidden API"),
-    "not_graded": ("未运行", "not run"),
     "col_status": ("结果", "result"),
     "col_test": ("测试", "test"),
     "why": ("原因", "why"),
@@ -295,7 +287,7 @@ def run_public(path: Path, other: Path | None, assignment: str):
     try:
         student, session = load_student(path, full.spec.functions)
     except SubmissionError as e:  # unreadable, not UTF-8, a syntax error...: the grader could not run it either
-        raise UsageError("unreadable", name=Path(path).name, error_zh=e.zh, error_en=e.en) from None
+        raise UsageError("unreadable", name=Path(path).name, error_zh=e.text.zh, error_en=e.text.en) from None
     results = run_checks(full.public(), session.submission, student, {})   # public checks take no references
     todos = []
     for r in results:
@@ -310,7 +302,9 @@ def run_public(path: Path, other: Path | None, assignment: str):
 
 # -- printing -----------------------------------------------------------------------------------------------------
 def _label(status: str, lang: str) -> str:
-    return f"{MARK.get(status, '✘')} {say(lang, status)}"
+    from autograder.report.feedback import STATUS
+
+    return f"{MARK.get(status, '✘')} {STATUS[status].pick(lang)}"
 
 
 def render(console, outcome: Outcome, spec, lang: str, config: dict, todo_messages: dict[str, str]) -> None:
@@ -342,12 +336,13 @@ def render(console, outcome: Outcome, spec, lang: str, config: dict, todo_messag
             for line in tail:
                 console.print("  " + line[:200], style="dim", markup=False, soft_wrap=True)
 
+    from autograder.report.feedback import Part, line
+
     shown: list[str] = []     # TODO ids whose hint is already printed
-    functions: dict[str, list] = {}
-    for r in outcome.results:
-        functions.setdefault(r.function, []).append(r)
-    for function, results in functions.items():
-        passed = sum(r.status == "passed" for r in results)
+    lines = [line(r) for r in outcome.results]
+    for part in (Part(f, tuple(x for x in lines if x.function == f)) for f in dict.fromkeys(x.function for x in lines)):
+        function, results = part.function, part.lines
+        passed = sum(r.passed for r in results)
         overall = ("passed" if passed == len(results) else
                    "not_implemented" if all(r.status == "not_implemented" for r in results) else "failed")
         table = Table(title=Text.assemble((function, "bold"), f"  {passed}/{len(results)}  ",
@@ -356,22 +351,22 @@ def render(console, outcome: Outcome, spec, lang: str, config: dict, todo_messag
         table.add_column(say(lang, "col_status"), no_wrap=True, min_width=12)
         table.add_column(say(lang, "col_test"), ratio=1)
         for r in results:
-            cell = Text(r.en if en else r.zh)
-            detail = r.detail_en if en else r.detail_zh
-            if r.status == "not_implemented" and TODO_ID.findall(r.detail_en) == [function]:
+            cell = Text(r.title.pick(lang))
+            detail = r.detail.pick(lang)
+            if r.status == "not_implemented" and TODO_ID.findall(r.detail.en) == [function]:
                 detail = ""  # the status says it, and the hint below the table says what to do
             if outcome.load_error is not None:
                 detail = ""  # every row failed for the one reason printed above the tables
-            if r.status != "passed" and detail:
+            if not r.passed and detail:
                 cell.append("\n" + detail, style="dim")
-            if r.diagnosis:
+            if r.diagnosis_text is not None:
                 cell.append(f"\n{say(lang, 'why')}: ", style="bold yellow")
-                cell.append(r.diagnosis_en if en else r.diagnosis_zh, style="yellow")
+                cell.append(r.diagnosis_text.pick(lang), style="yellow")
             table.add_row(Text(_label(r.status, lang), style=STYLE.get(r.status, "red")), cell)
         console.print()
         console.print(table)
         for r in results:
-            for todo in TODO_ID.findall(r.detail_en) if r.status == "not_implemented" else []:
+            for todo in TODO_ID.findall(r.detail.en) if r.status == "not_implemented" else []:
                 if todo in shown or todo == "?":
                     continue
                 shown.append(todo)

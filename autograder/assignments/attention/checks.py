@@ -9,6 +9,7 @@ import torch
 from autograder.engine import expect
 from autograder.engine.checks import check
 from autograder.engine.student import StudentError, SubmissionLoadError
+from autograder.text import Text
 
 from . import diagnosis
 from .cases import MHA_NAMES, seed42_inputs
@@ -93,7 +94,9 @@ def mask_values_small(student):
         got = student.causal_mask(n)
         expect.tensor(got, f"causal_mask({n})", (n, n), torch.bool, diagnose=mask_hint(student, got, n))
         if not torch.equal(got, spec_mask(n)):
-            expect.fail(f"causal_mask({n}) is wrong", f"causal_mask({n}) 的值不对", expect.safely(mask_hint(student, got, n)))
+            expect.fail(Text(zh=f"causal_mask({n}) 的值不对",
+                             en=f"causal_mask({n}) is wrong"),
+                        expect.safely(mask_hint(student, got, n)))
 
 
 @check(points=1, function="causal_mask",
@@ -103,7 +106,9 @@ def mask_values_other_lengths(student):
         got = student.causal_mask(n)
         expect.tensor(got, f"causal_mask({n})", (n, n), torch.bool, diagnose=mask_hint(student, got, n))
         if not torch.equal(got, spec_mask(n)):
-            expect.fail(f"causal_mask({n}) is wrong", f"causal_mask({n}) 的值不对", expect.safely(mask_hint(student, got, n)))
+            expect.fail(Text(zh=f"causal_mask({n}) 的值不对",
+                             en=f"causal_mask({n}) is wrong"),
+                        expect.safely(mask_hint(student, got, n)))
 
 
 # -- scaled_dot_product_attention ---------------------------------------------------------------------------------
@@ -124,13 +129,13 @@ def sdpa_causal_rows(student):
         expect.finite(weights, "weights", diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights))
         future = weights[spec_mask(T)]
         if not torch.all(future == 0):
-            expect.fail(f"weights of future positions are not exactly 0 (T={T}, largest {future.abs().max():.3g})",
-                        f"未来位置的权重不是 0（T={T}，最大 {future.abs().max():.3g}）",
+            expect.fail(Text(zh=f"未来位置的权重不是 0（T={T}，最大 {future.abs().max():.3g}）",
+                             en=f"weights of future positions are not exactly 0 (T={T}, largest {future.abs().max():.3g})"),
                         expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights)))
         sums = weights.sum(-1)
         if not torch.allclose(sums, torch.ones(T), atol=1e-5, rtol=0):
-            expect.fail(f"rows of weights do not sum to 1 (T={T}, sums {sums.tolist()})",
-                        f"weights 的每行之和不为 1（T={T}，行和 {sums.tolist()}）",
+            expect.fail(Text(zh=f"weights 的每行之和不为 1（T={T}，行和 {sums.tolist()}）",
+                             en=f"rows of weights do not sum to 1 (T={T}, sums {sums.tolist()})"),
                         expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights)))
 
 
@@ -183,12 +188,15 @@ def sdpa_gradients(student, refs):
     expect.close(out, refs["grads.output"], "output",
                  diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights))
     if isinstance(reply.grads, dict):
-        expect.fail("backpropagation through your output failed", "无法对你的输出做反向传播", diagnosis.DETACHED,
-                    (f"({reply.grads['error']['type']})", f"（{reply.grads['error']['type']}）"))
+        expect.fail(Text(zh="无法对你的输出做反向传播",
+                         en="backpropagation through your output failed"),
+                    diagnosis.DETACHED,
+                    Text(zh=f"（{reply.grads['error']['type']}）", en=f"({reply.grads['error']['type']})"))
     for name, grad in zip("QKV", reply.grads):  # exactly one per input: validated by the student proxy
         if grad is None:
-            expect.fail(f"no gradient reaches {name} (.detach(), .data or a new tensor cuts the graph)",
-                        f"梯度没有传回 {name}（.detach()、.data 或新建张量切断了计算图）", diagnosis.DETACHED)
+            expect.fail(Text(zh=f"梯度没有传回 {name}（.detach()、.data 或新建张量切断了计算图）",
+                             en=f"no gradient reaches {name} (.detach(), .data or a new tensor cuts the graph)"),
+                        diagnosis.DETACHED)
         expect.close(grad, refs[f"grads.d{name}"], f"gradient of {name}", atol=1e-4, rtol=1e-3)
 
 
@@ -205,10 +213,11 @@ def sdpa_inputs_unchanged(student, refs):
         expect.tensor(a, what)
         expect.tensor(b, what)
         if a.shape != b.shape or not torch.equal(a.nan_to_num(), b.nan_to_num()):
-            expect.fail("a second call on the same Q, K, V gives a different result: your function modifies its "
-                        "inputs in place (e.g. `Q /= ...`, `.div_()`, `masked_fill_`)",
-                        "对同一组 Q、K、V 再调用一次，结果不同：你的函数原地修改了输入（例如 `Q /= ...`、`.div_()`、"
-                        "`masked_fill_`）", diagnosis.MUTATES)
+            expect.fail(Text(zh="对同一组 Q、K、V 再调用一次，结果不同：你的函数原地修改了输入（例如 `Q /= ...`、`.div_()`、"
+                        "`masked_fill_`）",
+                             en="a second call on the same Q, K, V gives a different result: your function modifies its "
+                        "inputs in place (e.g. `Q /= ...`, `.div_()`, `masked_fill_`)"),
+                        diagnosis.MUTATES)
 
 
 # -- split_heads ----------------------------------------------------------------------------------------------------
@@ -226,8 +235,8 @@ def split_against(student, refs, case: str, heads: int):
     expect.tensor(got, f"split_heads(x of shape {list(x.shape)}, {heads})", expected.shape, torch.float32,
                   diagnose=lambda: diagnosis.split(x, heads, got))
     if not torch.equal(got, expected):
-        expect.fail(f"split_heads(x of shape {list(x.shape)}, {heads}) puts features in the wrong heads or places",
-                    f"split_heads(形状 {list(x.shape)} 的 x, {heads}) 把特征放进了错误的头或位置",
+        expect.fail(Text(zh=f"split_heads(形状 {list(x.shape)} 的 x, {heads}) 把特征放进了错误的头或位置",
+                         en=f"split_heads(x of shape {list(x.shape)}, {heads}) puts features in the wrong heads or places"),
                     expect.safely(lambda: diagnosis.split(x, heads, got)))
 
 

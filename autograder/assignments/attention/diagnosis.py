@@ -15,6 +15,7 @@ import math
 import torch
 
 from autograder.engine.expect import Diagnosis
+from autograder.text import Text
 
 MATCH_ATOL, MATCH_RTOL = 1e-4, 1e-3
 INF = float("inf")
@@ -25,7 +26,7 @@ def _named(key: str, as_id: str | None = None, **values) -> Diagnosis:
     (zh, en) tuple value gives each language its own words."""
     zh, en = TEXT[key]
     pick = lambda i: {k: v[i] if isinstance(v, tuple) else v for k, v in values.items()}
-    return Diagnosis(as_id or key, zh.format(**pick(0)), en.format(**pick(1)))
+    return Diagnosis(as_id or key, Text(zh=zh.format(**pick(0)), en=en.format(**pick(1))))
 
 
 TEXT = {
@@ -123,17 +124,21 @@ TEXT = {
                  "is right. Create W_q, W_k, W_v and W_o with bias=False."),
 }
 
-DETACHED = Diagnosis("detached", "计算图被切断：不要用 .detach()、.data 或 torch.tensor(...) 重新包装中间结果，梯度要能传回 Q、K、V。",
-                     "The graph is cut: don't use .detach(), .data or torch.tensor(...) on intermediate results; "
-                     "gradients must flow back to Q, K and V.")
-MUTATES = Diagnosis("mutates_inputs", "你原地修改了输入（如 Q /= √d 或 masked_fill_）。请使用不改变输入的运算：Q / √d、masked_fill。",
-                    "You modify an input in place (e.g. Q /= sqrt(d) or masked_fill_). Use out-of-place ops: "
-                    "Q / sqrt(d), masked_fill.")
-UNSTABLE = Diagnosis("unstable_softmax", "大分数时出现 NaN/inf：手写的 softmax 没有先减去每行最大值，exp 溢出了。用 torch.softmax 或先减 max。",
-                     "NaN/inf for large scores: your hand-written softmax does not subtract the row max first, so exp "
-                     "overflows. Use torch.softmax or subtract the max.")
-SWAPPED = Diagnosis("swapped_outputs", "返回顺序反了：应当返回 (output, weights)，你返回的是 (weights, output)。",
-                    "Wrong order: return (output, weights); you return (weights, output).")
+DETACHED = Diagnosis("detached", Text(
+    zh="计算图被切断：不要用 .detach()、.data 或 torch.tensor(...) 重新包装中间结果，梯度要能传回 Q、K、V。",
+    en="The graph is cut: don't use .detach(), .data or torch.tensor(...) on intermediate results; gradients must "
+       "flow back to Q, K and V."))
+MUTATES = Diagnosis("mutates_inputs", Text(
+    zh="你原地修改了输入（如 Q /= √d 或 masked_fill_）。请使用不改变输入的运算：Q / √d、masked_fill。",
+    en="You modify an input in place (e.g. Q /= sqrt(d) or masked_fill_). Use out-of-place ops: Q / sqrt(d), "
+       "masked_fill."))
+UNSTABLE = Diagnosis("unstable_softmax", Text(
+    zh="大分数时出现 NaN/inf：手写的 softmax 没有先减去每行最大值，exp 溢出了。用 torch.softmax 或先减 max。",
+    en="NaN/inf for large scores: your hand-written softmax does not subtract the row max first, so exp overflows. "
+       "Use torch.softmax or subtract the max."))
+SWAPPED = Diagnosis("swapped_outputs", Text(
+    zh="返回顺序反了：应当返回 (output, weights)，你返回的是 (weights, output)。",
+    en="Wrong order: return (output, weights); you return (weights, output)."))
 MHA_BIAS = _named("mha_bias")
 
 

@@ -9,6 +9,7 @@ import torch
 from autograder.engine import expect
 from autograder.engine.checks import check
 from autograder.engine.student import StudentError, SubmissionLoadError
+from autograder.text import Text
 
 from . import diagnosis
 from .cases import D_FF, D_MODEL, HEADS, seed42_model, zeroed
@@ -125,12 +126,15 @@ def rms_gradients(student, refs):
 
 def _grads_close(reply, names, expected, diagnose=None):
     if isinstance(reply.grads, dict):
-        expect.fail("backpropagation through your output failed", "无法对你的输出做反向传播", diagnosis.DETACHED,
-                    (f"({reply.grads['error']['type']})", f"（{reply.grads['error']['type']}）"))
+        expect.fail(Text(zh="无法对你的输出做反向传播",
+                         en="backpropagation through your output failed"),
+                    diagnosis.DETACHED,
+                    Text(zh=f"（{reply.grads['error']['type']}）", en=f"({reply.grads['error']['type']})"))
     for name, grad, ref in zip(names, reply.grads, expected):  # one per input: validated by the student proxy
         if grad is None:
-            expect.fail(f"no gradient reaches {name} (.detach(), .data or a new tensor cuts the graph)",
-                        f"梯度没有传回 {name}（.detach()、.data 或新建张量切断了计算图）", diagnosis.DETACHED)
+            expect.fail(Text(zh=f"梯度没有传回 {name}（.detach()、.data 或新建张量切断了计算图）",
+                             en=f"no gradient reaches {name} (.detach(), .data or a new tensor cuts the graph)"),
+                        diagnosis.DETACHED)
         expect.close(grad, ref, f"gradient of {name}", atol=1e-4, rtol=1e-3, diagnose=diagnose)
 
 
@@ -334,9 +338,9 @@ def layer_inputs_unchanged(student, refs):
     first = expect.tensor(reply.value, f"{HIDDEN}(x)")
     again = expect.tensor(reply.again, f"{HIDDEN}(x)")
     if first.shape != again.shape or not torch.equal(first.nan_to_num(), again.nan_to_num()):
-        expect.fail("a second call on the same x gives a different result: your code modifies its input in place "
-                    "(e.g. `x += ...`, `x /= ...`, `.mul_()`)",
-                    "对同一个 x 再调用一次，结果不同：你的代码原地修改了输入（例如 `x += ...`、`x /= ...`、`.mul_()`）",
+        expect.fail(Text(zh="对同一个 x 再调用一次，结果不同：你的代码原地修改了输入（例如 `x += ...`、`x /= ...`、`.mul_()`）",
+                         en="a second call on the same x gives a different result: your code modifies its input in place "
+                    "(e.g. `x += ...`, `x /= ...`, `.mul_()`)"),
                     expect.safely(lambda: _who_mutates(student, refs)))
 
 

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from autograder.engine.expect import Diagnosis
 from autograder.sandbox.wire import grad_ramp
+from autograder.text import Text
 
 MATCH_ATOL, MATCH_RTOL = 1e-4, 1e-3  # ten times looser than grading (see the attention diagnosis)
 EPS = 1e-6
@@ -24,7 +25,7 @@ def _named(key: str, **values) -> Diagnosis:
     """The diagnosis `key` of TEXT with `values` filled in; a (zh, en) tuple value gives each language its own."""
     zh, en = TEXT[key]
     pick = lambda i: {k: v[i] if isinstance(v, tuple) else v for k, v in values.items()}
-    return Diagnosis(key, zh.format(**pick(0)), en.format(**pick(1)))
+    return Diagnosis(key, Text(zh=zh.format(**pick(0)), en=en.format(**pick(1))))
 
 
 TEXT = {
@@ -112,9 +113,10 @@ TEXT = {
                           "DecoderLayer's input changes. Use out-of-place operations."),
 }
 
-DETACHED = Diagnosis("detached", "计算图被切断：不要用 .detach()、.data 或 torch.tensor(...) 重新包装中间结果，梯度要能传回输入。",
-                     "The graph is cut: don't use .detach(), .data or torch.tensor(...) on intermediate results; "
-                     "gradients must flow back to the inputs.")
+DETACHED = Diagnosis("detached", Text(
+    zh="计算图被切断：不要用 .detach()、.data 或 torch.tensor(...) 重新包装中间结果，梯度要能传回输入。",
+    en="The graph is cut: don't use .detach(), .data or torch.tensor(...) on intermediate results; gradients must "
+       "flow back to the inputs."))
 
 
 def same(a, b) -> bool:

@@ -7,7 +7,7 @@ ASSIGNMENT = Assignment(
     title=Text(zh="Transformer Decoder 层：RMSNorm、SwiGLU 与预归一化残差",
                en="A Transformer decoder layer: RMSNorm, SwiGLU and pre-norm residuals"),
     module="decoder.py",
-    notebook=None,
+    notebook="decoder.ipynb",
     functions=("rms_norm", "SwiGLU", "DecoderLayer"),
     # Disabled in every worker before any student code runs (autograder/sandbox/forbid.py): calling one raises.
     # The ready-made attention stays forbidden too: the given MultiHeadAttention is built from the course's own

@@ -1,0 +1,166 @@
+"""The one feedback model: what a student is told about one graded submission, built once from its result and
+rendered by every output — the Markdown and HTML feedback (templates/feedback.*.j2), Gradescope's results.json
+(`gradescope_json`), the text of nbgrader and otter cells (`plain_lines`) and the terminal of `autograder check`.
+
+    fb = feedback(result)
+    fb.lines                  # every check in suite order: title, status (word and icon), points, detail, diagnosis
+    fb.parts                  # the same, per graded function, with its points and its distinct diagnoses
+    fb.problems               # the parts that lost points
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autograder.engine.results import CheckResult, SubmissionResult
+from autograder.text import Text
+
+STATUS = {
+    "passed": Text(zh="通过", en="passed"),
+    "failed": Text(zh="未通过", en="failed"),
+    "error": Text(zh="出错", en="error"),
+    "not_implemented": Text(zh="还没实现", en="not yet implemented"),
+    "timeout": Text(zh="超时", en="timed out"),
+    "crashed": Text(zh="崩溃", en="crashed"),
+    "forbidden": Text(zh="使用了禁止的 API", en="forbidden API"),
+    "not_graded": Text(zh="未运行", en="not run"),
+}
+ICON = {"passed": "✅", "failed": "❌", "error": "💥", "not_implemented": "📝", "timeout": "⏱️", "crashed": "💥",
+        "forbidden": "🚫", "not_graded": "—"}
+HIDDEN = Text(zh="隐藏测试", en="hidden test")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One check, in words."""
+    name: str
+    function: str
+    visibility: str
+    status: str
+    score: float
+    max_score: float
+    title: Text                      # what the check is about
+    detail: Text                     # what went wrong (empty when passed)
+    diagnosis: str | None            # id of the recognised mistake
+    diagnosis_text: Text | None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def status_text(self) -> Text:
+        return STATUS[self.status]
+
+    @property
+    def icon(self) -> str:
+        return ICON[self.status]
+
+
+@dataclass(frozen=True)
+class Part:
+    """The checks of one graded function."""
+    function: str
+    lines: tuple[Line, ...]
+
+    @property
+    def score(self) -> float:
+        return sum(line.score for line in self.lines)
+
+    @property
+    def max_score(self) -> float:
+        return sum(line.max_score for line in self.lines)
+
+    @property
+    def failed(self) -> tuple[Line, ...]:
+        return tuple(line for line in self.lines if not line.passed)
+
+    @property
+    def diagnoses(self) -> dict[str, Text]:
+        """The distinct diagnoses of its failed checks, in check order (each said once)."""
+        found: dict[str, Text] = {}
+        for line in self.failed:
+            if line.diagnosis:
+                found.setdefault(line.diagnosis, line.diagnosis_text)
+        return found
+
+
+@dataclass(frozen=True)
+class Feedback:
+    student: str
+    assignment: str
+    file: str | None
+    score: float
+    max_score: float
+    error: Text | None               # why the submission could not be graded at all
+    lines: tuple[Line, ...]
+    output: str                      # what it printed while loading and in public checks (never hidden ones)
+    seconds: float = 0.0
+    isolation: str = ""
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        functions = list(dict.fromkeys(line.function for line in self.lines))
+        return tuple(Part(f, tuple(line for line in self.lines if line.function == f)) for f in functions)
+
+    @property
+    def problems(self) -> tuple[Part, ...]:
+        return tuple(part for part in self.parts if part.failed)
+
+    def part(self, function: str) -> Part:
+        return next((p for p in self.parts if p.function == function), Part(function, ()))
+
+
+def line(check: CheckResult) -> Line:
+    return Line(check.name, check.function, check.visibility, check.status, check.score, check.max_score,
+                Text(zh=check.zh, en=check.en), Text(zh=check.detail_zh, en=check.detail_en), check.diagnosis,
+                Text(zh=check.diagnosis_zh, en=check.diagnosis_en) if check.diagnosis else None)
+
+
+def feedback(result: SubmissionResult) -> Feedback:
+    error = Text(zh=result.error_zh, en=result.error_en) if result.error_en else None
+    return Feedback(result.student, result.assignment, result.file, result.score, result.max_score, error,
+                    tuple(line(c) for c in result.checks), result.output, result.seconds, result.isolation)
+
+
+def num(x: float) -> str:
+    """1.0 -> '1', 0.5 -> '0.5'."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+# -- plain text (nbgrader and otter cells, Gradescope) ----------------------------------------------------------
+def plain_lines(check: Line) -> list[str]:
+    """One check in both languages: icon, status word, points, what it tests; what went wrong and the diagnosis
+    when it failed."""
+    hidden = f" [{HIDDEN.both}]" if check.visibility == "hidden" else ""
+    lines = [f"{check.icon} {check.status_text.both} · {check.name}{hidden} ({num(check.score)}/{num(check.max_score)}):"
+             f" {check.title.both}"]
+    if not check.passed:
+        lines += [f"    {text}" for text in (check.detail.zh, check.detail.en) if text]
+        if check.diagnosis_text is not None:
+            lines += [f"    {text}" for text in (check.diagnosis_text.zh, check.diagnosis_text.en) if text]
+    return lines
+
+
+def summary(fb: Feedback) -> str:
+    """Overall score line, plus the reason when the submission could not be graded at all."""
+    text = f"总分 / total: {num(fb.score)}/{num(fb.max_score)}"
+    if fb.error is not None:
+        text += f"\n{fb.error.zh}\n{fb.error.en}"
+    return text
+
+
+def gradescope_json(fb: Feedback, hidden_visibility: str = "after_published") -> dict:
+    """Gradescope's results.json: overall score and output, one entry per check (feedback text in zh + en)."""
+    tests = []
+    for check in fb.lines:
+        parts = [f"{check.icon} {check.status_text.both} · {check.title.both}"]
+        if not check.passed:
+            parts.append(f"{check.detail.zh}\n{check.detail.en}".strip())
+        if check.diagnosis_text is not None:
+            parts.append(f"{check.diagnosis_text.zh}\n{check.diagnosis_text.en}")
+        tests.append({"name": check.name, "score": check.score, "max_score": check.max_score,
+                      "status": "passed" if check.passed else "failed", "output": "\n".join(p for p in parts if p),
+                      "visibility": "visible" if check.visibility == "public" else hidden_visibility})
+    output = f"{fb.error.zh}\n{fb.error.en}" if fb.error is not None else ""
+    return {"score": fb.score, "output": output, "execution_time": round(fb.seconds, 3), "tests": tests,
+            "extra_data": {"isolation": fb.isolation}}
