@@ -1,5 +1,5 @@
 """Grader accuracy on the implementation catalogs, in the real sandbox: grades every fixture of
-tests/fixtures/correct/ and tests/fixtures/wrong/ (composed onto the clean solution) and prints a markdown table,
+tests/fixtures/attention/correct/ and tests/fixtures/attention/wrong/ (composed onto the clean solution) and prints a markdown table,
 fixture -> checks that caught it -> diagnosis id -> diagnosis text (en), then the totals.
 
     .venv/bin/python benchmarks/catalog_report.py          (needs root, like every isolated sandbox)
@@ -21,7 +21,7 @@ from autograder.engine.checks import load_suite  # noqa: E402
 from autograder.engine.runner import grade_file  # noqa: E402
 from autograder.sandbox.client import Sandbox  # noqa: E402
 from autograder.sandbox.limits import Limits  # noqa: E402
-from autograder.assignments.attention.spec import FORBIDDEN  # noqa: E402
+from autograder.assignments import get  # noqa: E402
 from conftest import TEST_SEED  # noqa: E402
 from fixtures.compose import FIXTURES, base_solution_source, compose, parse_expect  # noqa: E402
 
@@ -33,9 +33,9 @@ def cell(text: str) -> str:
 def main() -> int:
     suite, limits = load_suite("attention"), Limits()
     refs, base = suite.references(seed=TEST_SEED), base_solution_source()
-    fixtures = [(kind, p) for kind in ("wrong", "correct") for p in sorted((FIXTURES / kind).glob("*.py"))]
+    fixtures = [(kind, p) for kind in ("wrong", "correct") for p in sorted((FIXTURES / "attention" / kind).glob("*.py"))]
     rows, caught, diagnosed, full = [], 0, 0, 0
-    with Sandbox(limits, isolate=True, secrets=[str(ROOT)], slots=4, forbidden=FORBIDDEN) as box, tempfile.TemporaryDirectory() as tmp:
+    with Sandbox(limits, isolate=True, secrets=[str(ROOT)], slots=4, forbidden=list(get("attention").forbidden)) as box, tempfile.TemporaryDirectory() as tmp:
         for kind, fixture in fixtures:
             path = Path(tmp) / fixture.stem / "attention.py"
             path.parent.mkdir()

@@ -13,8 +13,9 @@ from autograder.engine.checks import load_suite  # noqa: E402
 from autograder.engine.runner import grade_file  # noqa: E402
 from autograder.sandbox.client import Sandbox  # noqa: E402
 from autograder.sandbox.limits import Limits  # noqa: E402
-from autograder.assignments.attention.spec import FORBIDDEN  # noqa: E402,F401 (also used by other tests)
+from autograder.assignments import get  # noqa: E402
 
+FORBIDDEN = dict(get("attention").forbidden)  # also used by other tests
 # Tight limits keep the hostile fixtures quick; they are still the real mechanisms.
 TEST_LIMITS = Limits(call_seconds=3.0, load_seconds=8.0, total_seconds=30.0, memory_bytes=1 << 30)
 SOLUTION = ROOT / "solutions" / "attention" / "attention.py"

@@ -9,8 +9,8 @@ import pytest
 
 from fixtures.compose import FIXTURES, base_solution_source, compose, parse_expect
 
-CORRECT = sorted((FIXTURES / "correct").glob("*.py"))
-WRONG = sorted((FIXTURES / "wrong").glob("*.py"))
+CORRECT = sorted((FIXTURES / "attention" / "correct").glob("*.py"))
+WRONG = sorted((FIXTURES / "attention" / "wrong").glob("*.py"))
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 

@@ -190,7 +190,7 @@ def test_the_run_always_ends_with_grades_whatever_the_students_do(tmp_path):
     root = tmp_path / "class"
     for name in ("slow_drip_reply", "deep_unary_minus", "infinite_loop_in_sdpa"):
         (root / name).mkdir(parents=True)
-        (root / name / "attention.py").write_bytes(submission_bytes(FIXTURES / "hostile" / f"{name}.py",
+        (root / name / "attention.py").write_bytes(submission_bytes(FIXTURES / "attention" / "hostile" / f"{name}.py",
                                                                     base_solution_source()))
     for i in range(2):
         (root / f"ok{i}").mkdir()
@@ -213,7 +213,7 @@ def test_everything_stored_or_written_per_student_is_bounded(tmp_path):
     root = tmp_path / "class"
     for name in ("reply_flood", "exception_leak", "stdout_flood", "expanded_output_bomb"):
         (root / name).mkdir(parents=True)
-        (root / name / "attention.py").write_bytes(submission_bytes(FIXTURES / "hostile" / f"{name}.py",
+        (root / name / "attention.py").write_bytes(submission_bytes(FIXTURES / "attention" / "hostile" / f"{name}.py",
                                                                     base_solution_source()))
     out = tmp_path / "out"
     result = autograder("grade", root, "--out", out, "-q", "--jobs", "2")

@@ -28,7 +28,7 @@ from fixtures.compose import FIXTURES, compose, parse_expect
 from test_integrations import BIN, ENV, otter_test_cases, total
 from test_integrations import nbgrader as run_nbgrader
 
-from autograder.assignments.decoder.spec import FORBIDDEN
+from autograder.assignments import get
 from autograder.engine.checks import load_suite
 from autograder.engine.forbidden import scan
 from autograder.engine.runner import grade_file
@@ -63,7 +63,7 @@ def decoder_refs(decoder_suite):
 def decoder_grade(decoder_suite, decoder_refs, tmp_path_factory):
     """grade(source_or_path) -> SubmissionResult, in a sandbox of its own with the decoder's forbidden APIs."""
     folder = tmp_path_factory.mktemp("decoder_submissions")
-    with Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], slots=4, forbidden=FORBIDDEN) as box:
+    with Sandbox(TEST_LIMITS, isolate=True, secrets=[str(ROOT)], slots=4, forbidden=list(get("decoder").forbidden)) as box:
         def run(source):
             if isinstance(source, Path):
                 path = source
@@ -128,7 +128,7 @@ def test_attack_gets_exactly_its_honest_score_beside_a_correct_student(fixture, 
 
 def test_the_given_code_uses_no_forbidden_api():
     """The attention copied from chapter one, RMSNorm and the __init__ methods: nothing the scan would flag."""
-    assert scan(base(), list(FORBIDDEN), None, "decoder") == {}
+    assert scan(base(), list(get("decoder").forbidden), None, "decoder") == {}
 
 
 def test_every_check_catches_some_wrong_fixture():

@@ -1,4 +1,4 @@
-"""The hostile catalog (tests/fixtures/hostile/): each attack gets its honest score (the `expect:` line: exactly, or
+"""The hostile catalog (tests/fixtures/attention/hostile/): each attack gets its honest score (the `expect:` line: exactly, or
 at most with `bound=upper` for attacks that may also hurt themselves), while a correct submission graded AT THE SAME
 TIME in the same sandbox gets full marks; and a correct submission graded right after it still gets full marks."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from conftest import SOLUTION
 from fixtures.compose import FIXTURES, base_solution_source, parse_expect, submission_bytes
 
-HOSTILE = sorted(p for p in (FIXTURES / "hostile").iterdir() if p.suffix == ".py" or p.is_dir())
+HOSTILE = sorted(p for p in (FIXTURES / "attention" / "hostile").iterdir() if p.suffix == ".py" or p.is_dir())
 # Graded one after the other: what the first leaves behind (keyrings, files, sockets, daemons) must not help the second.
 CHANNEL_PAIRS = [("keyring_writer", "keyring_reader")]
 
@@ -49,8 +49,8 @@ def test_attack_scores_its_honest_control_beside_a_correct_student(fixture, grad
 
 @pytest.mark.parametrize("writer,reader", CHANNEL_PAIRS)
 def test_no_channel_from_one_worker_to_the_next(writer, reader, grade, tmp_path):
-    first = FIXTURES / "hostile" / f"{writer}.py"
-    second = FIXTURES / "hostile" / f"{reader}.py"
+    first = FIXTURES / "attention" / "hostile" / f"{writer}.py"
+    second = FIXTURES / "attention" / "hostile" / f"{reader}.py"
     if not (first.exists() and second.exists()):
         pytest.fail(f"missing channel fixtures {first.name} / {second.name}")
     assert_honest(grade(submitted_path(first, tmp_path)), parse_expect(first))
@@ -62,7 +62,7 @@ def test_a_cpu_hog_does_not_starve_its_neighbour(grade, sandbox, tmp_path):
     (within the tests' 8 s load limit only if it gets about a core): the per-slot CPU cap keeps that core for it.
     A tier without cgroups has no CPU cap (it says so): there the neighbour gets its marks when graded again alone,
     which is what a class run does with a timeout (`ClassRun`: regraded alone)."""
-    hog, heavy = (FIXTURES / "hostile" / f"{n}.py" for n in ("cpu_spinners", "heavy_correct_neighbour"))
+    hog, heavy = (FIXTURES / "attention" / "hostile" / f"{n}.py" for n in ("cpu_spinners", "heavy_correct_neighbour"))
     with ThreadPoolExecutor(2) as pool:
         first = pool.submit(grade, submitted_path(hog, tmp_path))
         second = pool.submit(grade, submitted_path(heavy, tmp_path))

@@ -347,7 +347,7 @@ def test_probe_finds_every_forbidden_api_before_disable_and_none_after():
     import subprocess
 
     code = ("import json, torch\nfrom autograder.sandbox import forbid\n"
-            "from autograder.assignments.attention.spec import FORBIDDEN\nnames = list(FORBIDDEN)\n"
+            "from autograder.assignments import get\nnames = list(get('attention').forbidden)\n"
             "before = forbid.probe(names)\nforbid.disable(names)\n"
             "print(json.dumps([before, forbid.probe(names), forbid.canary(names)]))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

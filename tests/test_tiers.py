@@ -148,7 +148,7 @@ def test_an_ordinary_user_grades_a_class_and_every_output_names_the_tier(user_py
         shutil.copy(SOLUTION, work / "class" / "ok" / "attention.py")
         (work / "class" / "cheat").mkdir()
         (work / "class" / "cheat" / "attention.py").write_bytes(
-            submission_bytes(FIXTURES / "hostile" / "patched_allclose.py", base_solution_source()))
+            submission_bytes(FIXTURES / "attention" / "hostile" / "patched_allclose.py", base_solution_source()))
         out = work / "out"
         run = subprocess.run([*AS_NOBODY, "env", f"HOME={home}", "PYTHONDONTWRITEBYTECODE=1", python, "-m",
                               "autograder", "grade", str(work / "class"), "--out", str(out)], cwd=ROOT,
@@ -169,7 +169,7 @@ def test_the_gradescope_zip_without_cap_sys_admin_gives_full_marks_and_tampering
     from test_integrations import gradescope_run
 
     honest, _ = gradescope_run(tmp_path, "honest", SOLUTION.read_bytes(), "attention.py", prefix=tuple(DROP_SYS_ADMIN))
-    cheat, _ = gradescope_run(tmp_path, "cheat", submission_bytes(FIXTURES / "hostile" / "patched_allclose.py",
+    cheat, _ = gradescope_run(tmp_path, "cheat", submission_bytes(FIXTURES / "attention" / "hostile" / "patched_allclose.py",
                                                                   base_solution_source()),
                               "attention.py", prefix=tuple(DROP_SYS_ADMIN))
     assert honest["score"] == 20 and cheat["score"] == 6
@@ -220,7 +220,7 @@ def test_the_gradescope_zip_set_up_by_its_setup_sh_grades_in_a_docker_like_conta
     from fixtures.compose import FIXTURES, base_solution_source, submission_bytes
 
     honest = gradescope_grade(gradescope_image, SOLUTION.read_bytes(), DOCKER_LIKE)
-    results = {name: gradescope_grade(gradescope_image, submission_bytes(FIXTURES / "hostile" / f"{name}.py",
+    results = {name: gradescope_grade(gradescope_image, submission_bytes(FIXTURES / "attention" / "hostile" / f"{name}.py",
                                                                          base_solution_source()), DOCKER_LIKE)
                for name in ("patched_allclose", "read_installed_package")}
     assert honest["score"] == 20, honest["output"][:2000]

@@ -155,7 +155,7 @@ def build_references(solution, seed: int) -> dict[str, torch.Tensor]:
     q, k, v = seed42_inputs()
     weights42, _ = seed42_model()
     # The chapter's weights, but an input of the student's own: a fixed hidden input could be answered from a
-    # table made offline (tests/fixtures/hostile/replay_hidden_answers.py).
+    # table made offline (tests/fixtures/attention/hostile/replay_hidden_answers.py).
     x42 = randn(case_generator(seed, "seed42.x"), 4, 8)
     output, weights = solution.scaled_dot_product_attention(f64(q), f64(k), f64(v))
     out.update({"seed42.output": output, "seed42.weights": weights, "seed42.x": x42})

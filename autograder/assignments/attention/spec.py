@@ -26,7 +26,3 @@ ASSIGNMENT = Assignment(
         en="other lengths, batch and head dims, the scaling factor, causal=False, large scores, gradients, unchanged "
            "inputs, multi-head attention with injected weights"),
 )
-
-# Read by code that predates ASSIGNMENT (kept as names of the one spec, not copies).
-SUBMISSION_FILES = ASSIGNMENT.submission_files
-FORBIDDEN = dict(ASSIGNMENT.forbidden)

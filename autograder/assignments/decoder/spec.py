@@ -36,7 +36,3 @@ ASSIGNMENT = Assignment(
            "goes), an eps the caller passes, a weight that is not all ones, SwiGLU and DecoderLayer with weights "
            "injected by name, the residual and pre-norm wiring, causal=False, gradients, unchanged inputs"),
 )
-
-# The names older code reads (views of the one spec, not copies).
-SUBMISSION_FILES = ASSIGNMENT.submission_files
-FORBIDDEN = dict(ASSIGNMENT.forbidden)
