@@ -55,6 +55,9 @@ def grade(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary table."),
     layout: str = typer.Option("auto", "--layout", help="auto | folders | nbgrader. auto: nbgrader's submitted/ "
                                "layout only for a course root (submitted/ beside nbgrader_config.py or gradebook.db)."),
+    roster: Path = typer.Option(None, "--roster", help="roster.csv (id,name[,email,section,canvas_id,sis_user_id,"
+                                "sis_login_id,moodle_username]): submissions are matched to it by LMS names, ids or "
+                                "names, and every student without one gets a row."),
 ) -> None:
     """Grade one submission or a whole class into OUT."""
     from autograder.sandbox.client import Sandbox, SandboxUnavailable  # no torch yet: the zygote starts first
@@ -65,13 +68,14 @@ def grade(
     if layout not in ("auto", "folders", "nbgrader"):
         raise typer.BadParameter("--layout is auto, folders or nbgrader")
     spec = _assignment(assignment, submissions)
+    class_list = _roster(roster)
     limits = Limits(memory_bytes=memory_mib << 20, total_seconds=timeout, call_seconds=call_timeout)
     secrets = [str(out.resolve()), str(submissions.resolve())]
     try:
         with Sandbox(limits, isolate=not no_sandbox, secrets=secrets, slots=2 * jobs,
                      forbidden=list(spec.forbidden)) as sandbox:
             _grade(submissions, out, spec, limits, sandbox, not no_sandbox, jobs,
-                   "resume" if resume else "force" if force else "new", quiet, layout)
+                   "resume" if resume else "force" if force else "new", quiet, layout, class_list)
     except SandboxUnavailable as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_SANDBOX)
@@ -86,7 +90,18 @@ def _leave_now(code: int) -> None:
     os._exit(code)
 
 
-def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, quiet, layout="auto") -> None:
+def _roster(path: Path | None):
+    from autograder.classroom.roster import RosterError, load_roster
+
+    try:
+        return load_roster(path) if path is not None else None
+    except RosterError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, quiet, layout="auto",
+           roster=None) -> None:
     """The part of `grade` that runs while the sandbox's zygote is importing torch."""
     from autograder.engine.submission import skip_iri_grammar
 
@@ -106,7 +121,7 @@ def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, q
         written.add(result.student)
 
     run = ClassRun(submissions, out, suite, limits, isolate=isolate, jobs=jobs, mode=mode, show_progress=not quiet,
-                   sandbox=sandbox, on_result=write_now, layout=layout)
+                   sandbox=sandbox, on_result=write_now, layout=layout, roster=roster)
     try:
         results, stats = run.grade()
     except (IntakeError, GradebookExists, FileNotFoundError) as e:  # may quote file names from an LMS zip

@@ -41,6 +41,11 @@ class Assignment:
     functions: tuple[str, ...]       # what students implement (functions or classes), the checks' `function`s
     forbidden: Mapping[str, str] = field(default_factory=dict)  # API (or op:<glob>) -> why; see sandbox/forbid.py
     hidden_topics: Text              # for students: what the hidden tests cover beyond the public ones
+    # Scoring policy for code that computes nothing: when True, a function's structural checks (`kind="structural"`:
+    # shapes, dtypes, inputs unchanged) count only if at least one of its value checks passes, so placeholders of
+    # the right shape (zeros) earn 0 for that function (engine/runner.py `apply_structural_policy`; stated in the
+    # handout). False: every passed check counts on its own.
+    structural_needs_values: bool = True
 
     def __post_init__(self):
         if not _ID.fullmatch(self.id):

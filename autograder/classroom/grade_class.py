@@ -27,6 +27,7 @@ from autograder.text import Text
 
 from .gradebook import Gradebook
 from .intake import Entry, find_submissions
+from .roster import Roster, apply_roster
 
 GRADEBOOK = "gradebook.sqlite"
 
@@ -68,6 +69,7 @@ class ClassRun:
     sandbox: Sandbox | None = None  # started by the caller (so torch loads in the zygote meanwhile), else here
     on_result: Callable[[SubmissionResult], None] | None = None  # e.g. write its feedback while others grade
     layout: str = "auto"       # auto | folders | nbgrader: see intake.find_submissions
+    roster: Roster | None = None  # the class list: submissions renamed to roster ids, non-submitters get a row
     regraded_alone: list[str] = field(default_factory=list)  # timed out beside a neighbour, graded again alone
 
     def grade(self) -> tuple[list[SubmissionResult], dict]:
@@ -82,7 +84,12 @@ class ClassRun:
             if self.mode == "force":
                 book.clear(self.suite.assignment)
             with tempfile.TemporaryDirectory(prefix="autograder-intake-") as work:
-                entries = find_submissions(self.source, self.suite.submission_files, Path(work), self.layout)
+                notes: list[str] = []
+                entries = find_submissions(self.source, self.suite.submission_files, Path(work), self.layout,
+                                           notes=notes)
+                if self.roster is not None:
+                    entries, stats["roster"] = apply_roster(entries, self.roster)
+                stats["intake"] = notes
                 started = time.perf_counter()
                 stats.update(self._grade_entries(entries, book, known_seeds))
                 stats["seconds"] = round(time.perf_counter() - started, 3)
@@ -97,8 +104,8 @@ class ClassRun:
         todo, skipped = [], 0
         for entry in entries:
             if entry.path is None:
-                book.save(ungradable(entry.student, self.suite, None, Text(zh=entry.problem_zh, en=entry.problem_en)), fingerprint,
-                          seeds[entry.student])
+                why = Text(zh=entry.problem_zh, en=entry.problem_en)
+                book.save(ungradable(entry.student, self.suite, None, why), fingerprint, seeds[entry.student])
             elif self.mode == "resume" and book.is_current(self.suite.assignment, entry.student,
                                                            _sha256(entry.path), fingerprint):
                 skipped += 1

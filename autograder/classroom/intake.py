@@ -41,23 +41,25 @@ NBGRADER_MARKERS = ("nbgrader_config.py", "gradebook.db")
 
 
 def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout: str = "auto",
-                     assignment: str | None = None) -> list[Entry]:
+                     assignment: str | None = None, notes: list[str] | None = None) -> list[Entry]:
     """Entries sorted by student; `names` are the graded file names (the spec's submission_files).
     `layout`: "folders" (every child of the folder is a student), "nbgrader" (the children of its `submitted/`),
     or "auto" (nbgrader's only for a course root: `submitted/` beside `nbgrader_config.py` or `gradebook.db`).
-    `assignment` names the release whose stubs a student's untouched files are recognised by (engine.resolve)."""
+    `assignment` names the release whose stubs a student's untouched files are recognised by (engine.resolve).
+    `notes` receives what the instructor should know about the input (zip name encodings, files that are no
+    submission); an input with no submission at all is an IntakeError."""
     if layout not in LAYOUTS:
         raise IntakeError(f"unknown layout {layout!r}: use one of {', '.join(LAYOUTS)}")
     source = Path(source)
     if not source.exists() and not source.is_symlink():
         raise IntakeError(f"{source} does not exist")
     if source.is_file() and source.suffix == ".zip":
-        source = _unwrap(extract_zip(source, workdir / "unzipped"), names)
+        source = _unwrap(extract_zip(source, workdir / "unzipped", notes), names)
     if source.is_file():
         student = source.parent.name if source.name in names else source.stem
         return [Entry(student, source)]
     root = _nbgrader_root(source, layout)
-    entries = []
+    entries, ignored, loose = [], [], []
     for child in sorted(root.iterdir()):
         if child.name.startswith(".") or child.name in SKIP_DIRS:
             continue
@@ -67,6 +69,19 @@ def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout
             entries.append(_from_folder(child, names, assignment))
         elif child.suffix in {Path(n).suffix for n in names}:
             entries.append(Entry(child.stem, child))
+            loose.append(child.name)
+        else:
+            ignored.append(child.name)
+    if not entries:
+        raise IntakeError(f"{source}: no submissions found (expected a folder per student, or files named like "
+                          f"{' / '.join(names)}{'; found only ' + ', '.join(ignored[:5]) if ignored else ''})")
+    if notes is not None:
+        if ignored:
+            notes.append(f"ignored {len(ignored)} file(s) that are not submissions: {', '.join(ignored[:5])}"
+                         + (" ..." if len(ignored) > 5 else ""))
+        if loose and len(loose) < len(entries):
+            notes.append(f"graded as students: {', '.join(loose[:5])}" + (" ..." if len(loose) > 5 else "")
+                         + " (files beside the student folders)")
     seen = set()
     for e in entries:
         if e.student in seen:
@@ -89,8 +104,30 @@ def _from_folder(folder: Path, names: tuple[str, ...], assignment: str | None = 
     return Entry(folder.name, found.path, found.reason_en, found.reason_zh, found.note_en, found.note_zh)
 
 
-def extract_zip(archive: Path, target: Path) -> Path:
-    """Check every entry, then extract; refuse the whole archive if any entry is unsafe."""
+UTF8_FLAG = 0x800  # general purpose bit 11: the name is UTF-8
+
+
+def entry_name(info: zipfile.ZipInfo) -> tuple[str, str]:
+    """(name, encoding used) of a zip entry. With the UTF-8 flag set, as zipfile decoded it. Without it, zipfile
+    decoded the raw bytes as cp437 (the ZIP standard's default); those bytes are decoded again, in this order, as
+    strict UTF-8 (Linux and macOS tools write UTF-8 names without setting the flag), as GB18030 (zips made on
+    Chinese Windows) when the bytes decode cleanly, else kept as cp437."""
+    if info.flag_bits & UTF8_FLAG:
+        return info.filename, "utf-8"
+    raw = info.filename.encode("cp437")
+    if raw.isascii():
+        return info.filename, "ascii"
+    for encoding in ("utf-8", "gb18030"):
+        try:
+            return raw.decode(encoding), f"{encoding} (no UTF-8 flag)"
+        except UnicodeDecodeError:
+            pass
+    return info.filename, "cp437"
+
+
+def extract_zip(archive: Path, target: Path, notes: list[str] | None = None) -> Path:
+    """Check every entry, then extract; refuse the whole archive if any entry is unsafe. Entry names are decoded
+    by `entry_name`; `notes` receives which encodings were used (for the run's summary)."""
     try:
         zf = zipfile.ZipFile(archive)
     except zipfile.BadZipFile as e:
@@ -99,9 +136,16 @@ def extract_zip(archive: Path, target: Path) -> Path:
         infos = zf.infolist()
         if len(infos) > MAX_ZIP_ENTRIES:
             raise IntakeError(f"{archive.name} has {len(infos)} entries; the limit is {MAX_ZIP_ENTRIES}")
+        names, used = {}, {}
+        for info in infos:
+            names[id(info)], encoding = entry_name(info)
+            used[encoding] = used.get(encoding, 0) + 1
+        if notes is not None and set(used) - {"ascii"}:
+            notes.append(f"{archive.name}: entry names decoded as " + ", ".join(
+                f"{encoding} ({count})" for encoding, count in sorted(used.items())))
         problems, total = [], 0
         for info in infos:
-            name = info.filename
+            name = names[id(info)]
             parts = Path(name.replace("\\", "/")).parts
             mode = info.external_attr >> 16
             if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
@@ -121,7 +165,7 @@ def extract_zip(archive: Path, target: Path) -> Path:
             raise IntakeError(f"refusing {archive.name}: " + "; ".join(problems[:10]))
         target.mkdir(parents=True, exist_ok=True)
         for info in infos:
-            destination = target.joinpath(*Path(info.filename.replace("\\", "/")).parts)
+            destination = target.joinpath(*Path(names[id(info)].replace("\\", "/")).parts)
             if info.is_dir():
                 destination.mkdir(parents=True, exist_ok=True)
                 continue

@@ -21,6 +21,10 @@ import torch
 from autograder.assignments import Assignment, get
 
 VISIBILITIES = ("public", "hidden")
+# "value": compares computed values with the references. "structural": shapes, dtypes, inputs left unchanged, which
+# code that computes nothing can pass; under the assignment's `structural_needs_values` policy (the default) a
+# function's structural checks count only when one of its value checks passes (applied in engine/runner.py).
+KINDS = ("value", "structural")
 
 
 @dataclass(frozen=True)
@@ -32,18 +36,21 @@ class Check:
     zh: str
     en: str
     run: Callable = field(repr=False, compare=False)
+    kind: str = "value"  # one of KINDS
 
     @property
     def fixtures(self) -> list[str]:
         return list(inspect.signature(self.run).parameters)
 
 
-def check(*, points: float, function: str, zh: str, en: str, visibility: str = "hidden"):
+def check(*, points: float, function: str, zh: str, en: str, visibility: str = "hidden", kind: str = "value"):
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {VISIBILITIES}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}")
 
     def register(fn: Callable) -> Callable:
-        fn.__check__ = Check(fn.__name__, function, float(points), visibility, zh, en, fn)
+        fn.__check__ = Check(fn.__name__, function, float(points), visibility, zh, en, fn, kind)
         return fn
 
     return register

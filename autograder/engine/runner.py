@@ -101,7 +101,46 @@ def run_checks(suite: Suite, submission: Submission, proxy, refs: dict,
             if result.status in ("timeout", "crashed"):
                 stopped[check.function] = result
         results[check.name] = result
-    return [results[c.name] for c in suite.checks]
+    ordered = [results[c.name] for c in suite.checks]
+    note_redefinitions(ordered, submission)
+    return apply_structural_policy(suite, ordered)
+
+
+def apply_structural_policy(suite: Suite, results: list[CheckResult]) -> list[CheckResult]:
+    """The one place the spec's `structural_needs_values` is applied: a function none of whose value checks passed
+    scores 0 in its structural checks too (returning zeros of the right shape earns nothing). A function with no
+    value check in `suite` (e.g. the public part only) keeps its structural points. Results in the same order."""
+    if not suite.spec.structural_needs_values:
+        return results
+    kinds = {c.name: c.kind for c in suite.checks}
+    has_values = {c.function for c in suite.checks if c.kind == "value"}
+    valued = {r.function for r in results if kinds[r.name] == "value" and r.status == "passed"}
+    for r in results:
+        if kinds[r.name] == "structural" and r.status == "passed" and r.function in has_values - valued:
+            r.score, r.status = 0.0, "failed"
+            r.detail_en = (f"not counted: none of the value checks of {r.function} passes, and shape checks count only "
+                           "together with one (returning placeholders of the right shape earns nothing)")
+            r.detail_zh = f"不计分：{r.function} 的数值检查一个都没有通过，形状类检查只有在至少一个数值检查通过时才计分（返回形状正确的占位值不得分）"
+    return results
+
+
+def note_redefinitions(results: list[CheckResult], submission: Submission) -> None:
+    """When a graded function is defined more than once (a notebook's later experiment cell, a pasted second
+    version), a failed check of it says which definition was graded: the last one run."""
+    for r in results:
+        if r.status == "passed":
+            continue
+        places = submission.definitions(r.function)
+        if len(places) < 2:
+            continue
+        en = ", ".join(p.en for p in places)
+        zh = "、".join(p.zh for p in places)
+        r.detail_en = (f"{r.detail_en} [{r.function} is defined {len(places)} times ({en}); the one graded is the "
+                       f"last, {places[-1].en}]").strip()
+        r.detail_zh = f"{r.detail_zh}［{r.function} 定义了 {len(places)} 次（{zh}）；评分的是最后一个，{places[-1].zh}］"
+        if r.diagnosis:
+            r.diagnosis_en = f"{r.diagnosis_en} (This is the definition {places[-1].en}.)"
+            r.diagnosis_zh = f"{r.diagnosis_zh}（这是{places[-1].zh}的定义。）"
 
 
 def _defined_names(submission: Submission) -> set[str]:

@@ -37,6 +37,28 @@ class Submission:
     tree: ast.Module = field(repr=False, compare=False)  # parsed once, for the static scans
     cells: tuple[str, ...] = ()  # a notebook's code cells: the worker runs them one by one, errors allowed
 
+    def definitions(self, name: str) -> list[Text]:
+        """Where the top-level `def name` / `class name` statements are, in the order they run: "in cell N" for a
+        notebook (N as Jupyter counts cells), "at line L" for a module (with the `# In[N]:` cell of a Jupyter
+        export when there is one). The last one is what Python keeps, so it is the one graded."""
+        found = []
+        if self.notebook:
+            for cell in self.cells:
+                number = re.match(r"# --- cell (\d+) ---", cell)
+                if number and any(_is_def(node, name) for node in _parsed(cell)):
+                    n = number.group(1)
+                    found.append(Text(zh=f"第 {n} 个单元格中", en=f"in cell {n}"))
+            return found
+        lines = self.source.splitlines()
+        for node in self.tree.body:
+            if _is_def(node, name):
+                line = min([node.lineno, *[d.lineno for d in getattr(node, "decorator_list", [])]])
+                marker = next((m.group(1) for m in (EXPORT_CELL.match(t) for t in reversed(lines[:line - 1])) if m),
+                              None)
+                found.append(Text(zh=f"第 {line} 行" + (f"（单元格 In[{marker}]）" if marker else ""),
+                                  en=f"at line {line}" + (f" (cell In[{marker}])" if marker else "")))
+        return found
+
 
 def read_bytes(path: Path) -> bytes:
     """The file's bytes, refusing symlinks (at any moment: O_NOFOLLOW), special files and oversize files."""
@@ -119,6 +141,13 @@ def load(path: Path, graded: set[str] | None = None) -> Submission:
     else:
         tree = _parse(source, path.name)
     return Submission(path, source, path.name, notebook, hashlib.sha256(raw).hexdigest(), tree, cells)
+
+
+EXPORT_CELL = re.compile(r"^# In\[\s*(\d+)\s*\]:")
+
+
+def _is_def(node: ast.stmt, name: str) -> bool:
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name
 
 
 def _defines(cell: str, names: set[str] | None) -> bool:

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from autograder.engine.checks import Suite  # noqa: E402
 from autograder.engine.results import SubmissionResult  # noqa: E402
 
-from .render import ENV, num  # noqa: E402
+from .render import ENV, file_stem, num  # noqa: E402
 
 PROBLEM_STATUSES = {"error", "timeout", "crashed", "forbidden"}
 
@@ -54,12 +54,23 @@ def summarise(suite: Suite, results: list[SubmissionResult]) -> dict:
     scores = [r.score for r in results]
     return {
         "n": len(results), "graded": len(graded), "max_score": suite.max_score,
-        "mean": sum(scores) / len(scores) if scores else 0.0,
+        "mean": sum(scores) / len(scores) if scores else 0.0,           # over everyone: ungraded count as 0
+        "mean_graded": sum(r.score for r in graded) / len(graded) if graded else 0.0,
+        "students": [{"r": r, "stem": file_stem(r.student), "mark": _mark(r)}
+                     for r in sorted(results, key=lambda r: r.student)],
         "full": sum(r.score == r.max_score for r in results),
         "per_check": per_check,
         "mistakes": [(f, d, n, texts[(f, d)]) for (f, d), n in mistakes.most_common()],
         "troubles": troubles,
     }
+
+
+def _mark(result: SubmissionResult) -> str:
+    """What the per-student table says beside the score: no submission, not graded, or the problems it met."""
+    if not result.graded:
+        return "未提交 / no submission" if result.error_en == "no submission" else "未评分 / not graded"
+    problems = sorted({c.status for c in result.checks if c.status in PROBLEM_STATUSES})
+    return ", ".join(problems)
 
 
 def class_report_html(suite: Suite, results: list[SubmissionResult], isolation: dict | None = None) -> str:

@@ -9,7 +9,7 @@ from rich.table import Table
 from autograder.engine.checks import Suite
 from autograder.engine.results import SubmissionResult
 
-from .render import num, terminal_text
+from .render import num, terminal_text, visible_controls
 
 
 def print_summary(suite: Suite, results: list[SubmissionResult], stats: dict, paths: dict[str, Path]) -> None:
@@ -40,5 +40,17 @@ def print_summary(suite: Suite, results: list[SubmissionResult], stats: dict, pa
     if stats.get("worker_peak_bytes"):
         console.print(f"largest worker: {stats['worker_peak_bytes'] / 2**20:.0f} MiB of its own memory "
                       f"(cap {stats['worker_cap_bytes'] / 2**20:.0f} MiB)")
+    for note in stats.get("intake", []):
+        console.print(f"note: {visible_controls(note)}", markup=False)
+    if roster := stats.get("roster"):
+        if roster["no_submission"]:
+            console.print(f"no submission ({len(roster['no_submission'])}): "
+                          f"{visible_controls(', '.join(roster['no_submission']))}", markup=False)
+        if roster["unknown"]:
+            console.print(f"not on the roster, graded under their own names ({len(roster['unknown'])}): "
+                          f"{visible_controls(', '.join(roster['unknown']))}", markup=False)
+        for name, ids in roster["ambiguous"].items():
+            console.print(f"fits more than one roster entry ({', '.join(ids)}), graded under its own name: "
+                          f"{visible_controls(name)}", markup=False)
     for name, path in paths.items():
         console.print(f"{name}: {path}", markup=False)

@@ -6,7 +6,9 @@ never shifts another. Inputs are float32 with the shapes and scales the checks' 
 in float64 from the clean solution and rounded to float32, which makes them identical across CPUs. Nothing here
 touches torch's global RNG, so grading threads cannot disturb each other: the chapter's seed-42 example (the same for
 everyone, published in the handout) is drawn once per process, under a lock, with the global RNG forked and restored.
-Shapes are chosen so that common mistakes show: T != d_head, d_v != d_head, batch dims, H = 1 and H > 1.
+Shapes are chosen so that common mistakes show: T != d_head, d_v != d_head, batch dims, leading dims of size 1, T = 1,
+H = 1 and H > 1 (with batch dims, in split_heads and in MultiHeadAttention), large logits batched and not; the
+inventory of what each check covers is docs/hidden-inputs.md.
 """
 from __future__ import annotations
 
@@ -79,10 +81,10 @@ def sdpa_cases(seed: int) -> dict[str, tuple]:
         g = case_generator(seed, f"sdpa.{name}")
         return randn(g, *q_shape, scale=scale), randn(g, *q_shape, scale=scale), randn(g, *v_shape), causal
 
-    def large():  # scores of about +-1000, saturated: drawn again (same generator) until no row has a near tie
-        g = case_generator(seed, "sdpa.large")
-        for _ in range(1000):  # about 1 draw in 10 is rejected
-            q, k, v = randn(g, 5, 4, scale=40.0), randn(g, 5, 4, scale=40.0), randn(g, 5, 4)
+    def large(name="large", lead=()):  # scores of about +-1000, saturated: drawn again (same generator) until no
+        g = case_generator(seed, f"sdpa.{name}")  # row has a near tie
+        for _ in range(1000):  # about 1 draw in 10 is rejected (1 in 2 batched)
+            q, k, v = randn(g, *lead, 5, 4, scale=40.0), randn(g, *lead, 5, 4, scale=40.0), randn(g, *lead, 5, 4)
             if saturated(q, k):
                 return q, k, v, True
         raise RuntimeError(f"no saturated large-logit input for seed {seed}")
@@ -92,6 +94,9 @@ def sdpa_cases(seed: int) -> dict[str, tuple]:
         "scaling": case("scaling", (6, 16), (6, 16), True, scale=2.0),
         "noncausal": case("noncausal", (3, 5, 4), (3, 5, 7), False),
         "large": large(),
+        "large_batched": large("large_batched", (2, 3)),
+        "leading_ones": case("leading_ones", (1, 1, 5, 4), (1, 1, 5, 3), True),  # squeeze() must not touch them
+        "one_token": case("one_token", (2, 3, 1, 4), (2, 3, 1, 5), True),         # T = 1, with batch and heads
         "grads": case("grads", (2, 4, 3), (2, 4, 5), True),
     }
 
@@ -105,15 +110,21 @@ def split_cases(seed: int) -> dict[str, tuple]:
         "unbatched": case("unbatched", (3, 8), 2),
         "batched": case("batched", (2, 5, 12), 3),
         "one_head": case("one_head", (4, 6), 1),
+        "one_head_batched": case("one_head_batched", (2, 5, 6), 1),
         "all_heads": case("all_heads", (4, 6), 6),
     }
 
 
-def mha_case(seed: int):
-    """Batched x (2, 5, 12), 3 heads, weights injected by name."""
-    g = case_generator(seed, "mha")
-    weights = {f"{n}.weight": randn(g, 12, 12, scale=0.3) for n in MHA_NAMES}
-    return randn(g, 2, 5, 12), 3, weights
+def mha_case(seed: int, name: str = "mha", d_model: int = 12, heads: int = 3, lead: tuple = (2, 5)):
+    """Batched x (2, 5, 12), 3 heads, weights injected by name (`mha1`: (2, 4, 6) with one head)."""
+    g = case_generator(seed, name)
+    weights = {f"{n}.weight": randn(g, d_model, d_model, scale=0.3) for n in MHA_NAMES}
+    return randn(g, *lead, d_model), heads, weights
+
+
+def mha_cases(seed: int) -> dict[str, tuple]:
+    """name -> (x, num_heads, weights): the 3-head case, and one head on batched input."""
+    return {"mha": mha_case(seed), "mha1": mha_case(seed, "mha1", 6, 1, (2, 4))}
 
 
 _build_lock = threading.Lock()
@@ -147,10 +158,10 @@ def build_references(solution, seed: int) -> dict[str, torch.Tensor]:
         out[f"split_{name}.x"] = x
         out[f"split_{name}.y"] = solution.split_heads(f64(x), heads)
 
-    x, heads, weights = mha_case(seed)
-    out["mha.x"] = x
-    out.update({f"mha.{k}": v for k, v in weights.items()})
-    out["mha.y"] = _model(solution, 12, heads, weights)(f64(x))
+    for name, (x, heads, weights) in mha_cases(seed).items():
+        out[f"{name}.x"] = x
+        out.update({f"{name}.{k}": v for k, v in weights.items()})
+        out[f"{name}.y"] = _model(solution, x.shape[-1], heads, weights)(f64(x))
 
     q, k, v = seed42_inputs()
     weights42, _ = seed42_model()

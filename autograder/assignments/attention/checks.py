@@ -42,7 +42,7 @@ def sdpa(student, Q, K, V, causal=None, what="scaled_dot_product_attention"):
         raise
     out, weights = expect.pair(result, what, PAIR)
     T = Q.shape[-2]
-    hint = lambda: diagnosis.sdpa(Q, K, V, causal is not False, out, weights)
+    hint = lambda: diagnosis.sdpa(Q, K, V, causal is not False, out, weights, probe=_prober(student))
     expect.tensor(out, "output", (*Q.shape[:-1], V.shape[-1]), torch.float32, diagnose=hint)
     expect.tensor(weights, "weights", (*Q.shape[:-1], T), torch.float32, diagnose=hint)
     return out, weights
@@ -64,7 +64,7 @@ def sdpa_against(student, refs, case: str, causal: bool = True):
     """Compare output and weights with the references of `case`, naming the mistake when they differ."""
     Q, K, V = refs[f"{case}.Q"], refs[f"{case}.K"], refs[f"{case}.V"]
     out, weights = sdpa(student, Q, K, V, causal=causal)
-    hint = lambda: diagnosis.sdpa(Q, K, V, causal, out, weights)
+    hint = lambda: diagnosis.sdpa(Q, K, V, causal, out, weights, probe=_prober(student))
     expect.close(weights, refs[f"{case}.weights"], "weights", diagnose=hint)
     expect.close(out, refs[f"{case}.output"], "output", diagnose=hint)
 
@@ -80,7 +80,7 @@ def mask_hint(student, got, n: int):
     return hint
 
 
-@check(points=1, function="causal_mask", visibility="public",
+@check(points=1, function="causal_mask", visibility="public", kind="structural",
        zh="causal_mask(4) 返回 [4, 4] 的 bool 张量", en="causal_mask(4) returns a bool [4, 4] tensor")
 def mask_dtype_shape(student):
     got = student.causal_mask(4)
@@ -112,7 +112,7 @@ def mask_values_other_lengths(student):
 
 
 # -- scaled_dot_product_attention ---------------------------------------------------------------------------------
-@check(points=1, function=SDPA, visibility="public",
+@check(points=1, function=SDPA, visibility="public", kind="structural",
        zh="单个序列（T = d_head = 4）时 output 与 weights 的形状", en="output and weights shapes for one sequence (T = d_head = 4)")
 def sdpa_shapes_unbatched(student):
     Q, K, V = seed42_inputs()
@@ -126,17 +126,17 @@ def sdpa_causal_rows(student):
     for T, d in ((5, 3), (4, 4)):
         Q, K, V = (torch.randn(T, d, generator=g) for _ in range(3))
         out, weights = sdpa(student, Q, K, V)
-        expect.finite(weights, "weights", diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights))
+        expect.finite(weights, "weights", diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights, probe=_prober(student)))
         future = weights[spec_mask(T)]
         if not torch.all(future == 0):
             expect.fail(Text(zh=f"未来位置的权重不是 0（T={T}，最大 {future.abs().max():.3g}）",
                              en=f"weights of future positions are not exactly 0 (T={T}, largest {future.abs().max():.3g})"),
-                        expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights)))
+                        expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights, probe=_prober(student))))
         sums = weights.sum(-1)
         if not torch.allclose(sums, torch.ones(T), atol=1e-5, rtol=0):
             expect.fail(Text(zh=f"weights 的每行之和不为 1（T={T}，行和 {sums.tolist()}）",
                              en=f"rows of weights do not sum to 1 (T={T}, sums {sums.tolist()})"),
-                        expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights)))
+                        expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights, probe=_prober(student))))
 
 
 @check(points=1, function=SDPA, visibility="public",
@@ -145,20 +145,23 @@ def sdpa_seed42_weights(student):
     Q, K, V = seed42_inputs()
     out, weights = sdpa(student, Q, K, V)
     expect.close(weights, SEED42_WEIGHTS, "weights", atol=1e-4, rtol=0,
-                 diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights))
+                 diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights, probe=_prober(student)))
 
 
-@check(points=1, function=SDPA,
-       zh="批量与多头输入、T ≠ d_head、d_v ≠ d_head 时的形状", en="shapes with batch and head dims, T != d_head, d_v != d_head")
+@check(points=1, function=SDPA, kind="structural",
+       zh="批量与多头输入、大小为 1 的前导维度、T = 1、T ≠ d_head、d_v ≠ d_head 时的形状",
+       en="shapes with batch and head dims, leading dims of size 1, T = 1, T != d_head, d_v != d_head")
 def sdpa_shapes_batched(student, refs):
-    for case in ("batched", "noncausal", "scaling"):
+    for case in ("batched", "noncausal", "scaling", "leading_ones", "one_token"):
         sdpa(student, refs[f"{case}.Q"], refs[f"{case}.K"], refs[f"{case}.V"])
 
 
 @check(points=1, function=SDPA,
-       zh="批量输入 [2, 3, 6, 4]、d_v = 5 时的数值", en="values on batched input [2, 3, 6, 4] with d_v = 5")
+       zh="批量输入 [2, 3, 6, 4]、d_v = 5，前导维度为 1 的 [1, 1, 5, 4]，以及 T = 1 时的数值",
+       en="values on batched input [2, 3, 6, 4] with d_v = 5, on [1, 1, 5, 4] (leading dims of size 1) and at T = 1")
 def sdpa_values_batched(student, refs):
-    sdpa_against(student, refs, "batched")
+    for case in ("batched", "leading_ones", "one_token"):
+        sdpa_against(student, refs, case)
 
 
 @check(points=1, function=SDPA,
@@ -174,9 +177,10 @@ def sdpa_non_causal(student, refs):
 
 
 @check(points=1, function=SDPA,
-       zh="大数值（约 ±1000 的分数）时结果有限且正确", en="finite, correct results for large scores (about ±1000)")
+       zh="大数值（约 ±1000 的分数）时结果有限且正确，单个序列与批量", en="finite, correct results for large scores (about ±1000), one sequence and batched")
 def sdpa_large_logits(student, refs):
-    sdpa_against(student, refs, "large")
+    for case in ("large", "large_batched"):
+        sdpa_against(student, refs, case)
 
 
 @check(points=1, function=SDPA,
@@ -186,7 +190,7 @@ def sdpa_gradients(student, refs):
     reply = student.call(SDPA, Q, K, V, grad_of=(0, 1, 2), grad_output=0)
     out, weights = expect.pair(reply.value, SDPA, PAIR)
     expect.close(out, refs["grads.output"], "output",
-                 diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights))
+                 diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights, probe=_prober(student)))
     if isinstance(reply.grads, dict):
         expect.fail(Text(zh="无法对你的输出做反向传播",
                          en="backpropagation through your output failed"),
@@ -200,7 +204,7 @@ def sdpa_gradients(student, refs):
         expect.close(grad, refs[f"grads.d{name}"], f"gradient of {name}", atol=1e-4, rtol=1e-3)
 
 
-@check(points=1, function=SDPA,
+@check(points=1, function=SDPA, kind="structural",
        zh="不修改调用者传入的 Q、K、V", en="the caller's Q, K and V are left unchanged")
 def sdpa_inputs_unchanged(student, refs):
     """Decided from the student's own results: called twice on the very same tensors, a function that modified
@@ -221,7 +225,7 @@ def sdpa_inputs_unchanged(student, refs):
 
 
 # -- split_heads ----------------------------------------------------------------------------------------------------
-@check(points=1, function="split_heads", visibility="public",
+@check(points=1, function="split_heads", visibility="public", kind="structural",
        zh="split_heads([4, 8], 2) 的形状为 [2, 4, 4]", en="split_heads([4, 8], 2) has shape [2, 4, 4]")
 def split_shape(student):
     x = torch.randn(4, 8, generator=torch.Generator().manual_seed(3))
@@ -253,19 +257,47 @@ def split_values_batched(student, refs):
 
 
 @check(points=1, function="split_heads",
-       zh="1 个头与 d_head = 1 的边界情况", en="edge cases: one head, and d_head = 1")
+       zh="1 个头（单个序列与批量）与 d_head = 1 的边界情况", en="edge cases: one head (one sequence and batched), and d_head = 1")
 def split_single_head(student, refs):
     split_against(student, refs, "one_head", 1)
+    split_against(student, refs, "one_head_batched", 1)
     split_against(student, refs, "all_heads", 6)
 
 
 # -- MultiHeadAttention (given code, built on the student's functions) ---------------------------------------------
-def mha_against(model, x, expected):
-    expect.close(model(x), expected, "MultiHeadAttention output", diagnose=lambda: mha_diagnosis(model, x, expected))
+def mha_against(model, x, expected, student, weights, heads):
+    """The model's output on x against the reference. When the call raises or the output differs, the mistake is
+    looked for in the student's split_heads on this input first (MultiHeadAttention runs on it), then in the
+    known MultiHeadAttention mistakes (see `mha_diagnosis`)."""
+    try:
+        got = model(x)
+    except StudentError as e:
+        if not e.todo and not isinstance(e, SubmissionLoadError):
+            e.diagnosis = expect.safely(lambda: split_blamed(student, x, heads))
+        raise
+    expect.close(got, expected, "MultiHeadAttention output",
+                 diagnose=lambda: split_blamed(student, x, heads) or mha_diagnosis(model, x, expected, got, weights, heads))
 
 
-def mha_diagnosis(model, x, expected):
-    """Set any projection biases to 0 and run again: if the output is then right, the biases were the mistake."""
+def split_blamed(student, x, heads):
+    """The split_heads mistake shown by the student's split_heads on the projected input's shape, if any."""
+    probe = torch.randn(x.shape, generator=torch.Generator().manual_seed(11))
+    try:
+        got = student.split_heads(probe, heads)
+    except StudentError:
+        return None
+    if isinstance(got, torch.Tensor) and got.shape == diagnosis.right_split(probe, heads).shape and \
+            torch.equal(got, diagnosis.right_split(probe, heads)):
+        return None
+    return diagnosis.split(probe, heads, got)
+
+
+def mha_diagnosis(model, x, expected, got, weights, heads):
+    """A known MultiHeadAttention mistake recomputed from the injected weights (a scale from d_model, ...); else set
+    any projection biases to 0 and run again: if the output is then right, the biases were the mistake."""
+    found = diagnosis.mha(x, weights, heads, got)
+    if found is not None:
+        return found
     zeroed = 0
     for name in MHA_NAMES:
         try:
@@ -276,7 +308,7 @@ def mha_diagnosis(model, x, expected):
     return diagnosis.MHA_BIAS if zeroed and diagnosis.same(model(x), expected) else None
 
 
-@check(points=1, function=MHA, visibility="public",
+@check(points=1, function=MHA, visibility="public", kind="structural",
        zh="MultiHeadAttention(8, 2) 把 [4, 8] 映射为 [4, 8]", en="MultiHeadAttention(8, 2) maps [4, 8] to [4, 8]")
 def mha_shape(student):
     model = student.new(MHA, 8, 2)
@@ -285,17 +317,21 @@ def mha_shape(student):
 
 
 @check(points=1, function=MHA,
-       zh="注入权重后，批量输入 [2, 5, 12]、3 个头的输出", en="output for a batch [2, 5, 12], 3 heads, with injected weights")
+       zh="注入权重后，批量输入 [2, 5, 12]、3 个头的输出，以及只有 1 个头的 [2, 4, 6]",
+       en="output for a batch [2, 5, 12], 3 heads, and for [2, 4, 6] with one head, with injected weights")
 def mha_injected_weights(student, refs):
-    model = student.new(MHA, 12, 3)
-    model.load_parameters({f"{n}.weight": refs[f"mha.{n}.weight"] for n in MHA_NAMES})
-    mha_against(model, refs["mha.x"], refs["mha.y"])
+    for case, d_model, heads in (("mha", 12, 3), ("mha1", 6, 1)):
+        model = student.new(MHA, d_model, heads)
+        weights = {f"{n}.weight": refs[f"{case}.{n}.weight"] for n in MHA_NAMES}
+        model.load_parameters(weights)
+        mha_against(model, refs[f"{case}.x"], refs[f"{case}.y"], student, weights, heads)
 
 
 @check(points=1, function=MHA,
        zh="使用章节 seed-42 权重的 MultiHeadAttention(8, 2) 的输出", en="MultiHeadAttention(8, 2) output with the chapter's seed-42 weights")
 def mha_seed42(student, refs):
     model = student.new(MHA, 8, 2)
-    model.load_parameters({f"{n}.weight": refs[f"seed42.{n}.weight"] for n in MHA_NAMES})
-    mha_against(model, refs["seed42.x"], refs["seed42.y"])
+    weights = {f"{n}.weight": refs[f"seed42.{n}.weight"] for n in MHA_NAMES}
+    model.load_parameters(weights)
+    mha_against(model, refs["seed42.x"], refs["seed42.y"], student, weights, 2)
 
