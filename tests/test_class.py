@@ -254,3 +254,27 @@ def test_a_grader_side_exception_becomes_that_students_row(error, grade, monkeyp
     assert result.score == 0 and "internal grader error" in result.error_en and error.__name__ in result.error_en
     monkeypatch.undo()
     assert grade(SOLUTION).score == 20
+
+
+def test_a_regrade_reports_whose_score_changed_and_which_checks_flipped(tmp_path):
+    from autograder.classroom.gradebook import Gradebook
+
+    cls = make_class(tmp_path / "class", n_correct=1)
+    out = tmp_path / "out"
+    assert autograder("grade", cls, "--out", out, "-q").returncode == 0
+    assert "regrade" not in json.loads((out / "run.json").read_text())  # a first run changes nothing
+    (cls / "no_scale.py").write_text(SOLUTION.read_text())  # the student fixed it
+    resumed = autograder("grade", cls, "--out", out, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "since the last run: 1 score(s) changed" in resumed.stdout and "sdpa_scaling failed→passed" in resumed.stdout
+    changed = json.loads((out / "run.json").read_text())["regrade"]["changed"]
+    assert [c["student"] for c in changed] == ["no_scale"] and changed[0]["after"] == 20 > changed[0]["before"]
+    assert ["sdpa_scaling", "failed", "passed"] in changed[0]["flipped"]
+    forced = autograder("grade", cls, "--out", out, "--force")
+    assert "since the last run: 0 score(s) changed" in forced.stdout
+    book = Gradebook(out / "gradebook.sqlite")
+    try:
+        runs = book.history("attention", "no_scale")
+    finally:
+        book.close()
+    assert [score for _, score, _ in runs][0] < 20 and [score for _, score, _ in runs][1:] == [20, 20]

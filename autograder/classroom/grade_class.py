@@ -26,6 +26,7 @@ from autograder.sandbox.limits import Limits
 from autograder.text import Text
 
 from .gradebook import Gradebook
+from .regrade import diff
 from .intake import Entry, find_submissions
 from .roster import Roster, apply_roster
 
@@ -81,6 +82,7 @@ class ClassRun:
                 raise GradebookExists(f"{self.out / GRADEBOOK} already holds results: continue with --resume, "
                                       "or regrade everything with --force")
             known_seeds = book.seeds(self.suite.assignment)  # read before --force clears: a regrade reuses them
+            before = book.snapshot(self.suite.assignment)     # what this run changes is reported (regrade.diff)
             if self.mode == "force":
                 book.clear(self.suite.assignment)
             with tempfile.TemporaryDirectory(prefix="autograder-intake-") as work:
@@ -94,6 +96,10 @@ class ClassRun:
                 stats.update(self._grade_entries(entries, book, known_seeds))
                 stats["seconds"] = round(time.perf_counter() - started, 3)
             results = book.results(self.suite.assignment, [e.student for e in entries])
+            if before:
+                this_run = {r.student for r in results}
+                stats["regrade"] = diff(before, {s: v for s, v in book.snapshot(self.suite.assignment).items()
+                                                 if s in this_run})
         finally:
             book.close()
         return results, stats

@@ -22,6 +22,15 @@ CREATE TABLE IF NOT EXISTS results (
     seed       INTEGER,         -- the student's hidden-input seed: a regrade reuses it, so it draws the same inputs
     PRIMARY KEY (assignment, student)
 );
+CREATE TABLE IF NOT EXISTS history (    -- every grading of every student, oldest first: what each run gave
+    assignment TEXT NOT NULL,
+    student    TEXT NOT NULL,
+    suite      TEXT NOT NULL,
+    sha256     TEXT,
+    score      REAL NOT NULL,
+    checks     TEXT NOT NULL,   -- {check name: status} as JSON
+    graded_at  TEXT NOT NULL
+);
 """
 COLUMNS = ("assignment", "student", "sha256", "suite", "score", "max_score", "result", "graded_at", "seed")
 
@@ -59,13 +68,26 @@ class Gradebook:
         return row is not None and row == (sha256, suite)
 
     def save(self, result: SubmissionResult, suite: str, seed: int | None = None) -> None:
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         with self.db:  # one transaction per student
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute(
                 f"INSERT OR REPLACE INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                 (result.assignment, result.student, result.sha256, suite, result.score, result.max_score,
-                 json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True),
-                 datetime.now(timezone.utc).isoformat(timespec="seconds"), seed))
+                 json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True), now, seed))
+            self.db.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (result.assignment, result.student, suite, result.sha256, result.score,
+                             json.dumps(_statuses(result), ensure_ascii=False), now))
+
+    def snapshot(self, assignment: str) -> dict[str, tuple[float, dict[str, str]]]:
+        """student -> (score, {check: status}) of the current results (what `regrade.diff` compares)."""
+        return {r.student: (r.score, _statuses(r)) for r in self.results(assignment)}
+
+    def history(self, assignment: str, student: str) -> list[tuple[str, float, dict[str, str]]]:
+        """(graded_at, score, {check: status}) of every time the student was graded, oldest first."""
+        rows = self.db.execute("SELECT graded_at, score, checks FROM history WHERE assignment = ? AND student = ? "
+                               "ORDER BY rowid", (assignment, student)).fetchall()
+        return [(at, score, json.loads(checks)) for at, score, checks in rows]
 
     def seeds(self, assignment: str) -> dict[str, int]:
         """student -> the hidden-input seed recorded when they were graded (students graded before seeds existed
@@ -86,3 +108,7 @@ class Gradebook:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _statuses(result: SubmissionResult) -> dict[str, str]:
+    return {c.name: c.status for c in result.checks}

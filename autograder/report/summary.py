@@ -40,6 +40,19 @@ def print_summary(suite: Suite, results: list[SubmissionResult], stats: dict, pa
     if stats.get("worker_peak_bytes"):
         console.print(f"largest worker: {stats['worker_peak_bytes'] / 2**20:.0f} MiB of its own memory "
                       f"(cap {stats['worker_cap_bytes'] / 2**20:.0f} MiB)")
+    if regrade := stats.get("regrade"):
+        changed = regrade["changed"]
+        console.print(f"since the last run: {len(changed)} score(s) changed, {regrade['unchanged']} unchanged, "
+                      f"{len(regrade['new'])} new", markup=False)
+        if changed:
+            diff = Table(title="regrade: what changed")
+            for column in ("student", "before", "after", "change", "checks that flipped"):
+                diff.add_column(column)
+            for c in changed:
+                flips = ", ".join(f"{name} {old}→{new}" for name, old, new in c["flipped"])
+                diff.add_row(terminal_text(c["student"]), num(c["before"]), num(c["after"]),
+                             f"{c['delta']:+g}", terminal_text(flips))
+            console.print(diff)
     for note in stats.get("intake", []):
         console.print(f"note: {visible_controls(note)}", markup=False)
     if roster := stats.get("roster"):

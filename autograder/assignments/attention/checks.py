@@ -287,6 +287,13 @@ def split_blamed(student, x, heads):
     except StudentError:
         return None
     if isinstance(got, torch.Tensor) and got.shape == diagnosis.right_split(probe, heads).shape and \
+            torch.equal(got, diagnosis.right_split(probe, heads)):  # split_heads is right: is the sdpa's input?
+        q = diagnosis.right_split(probe, heads)  # non-contiguous, as inside MultiHeadAttention
+        call = _prober(student)
+        if call(q, q, q, True) is None and call(q.contiguous(), q.contiguous(), q.contiguous(), True) is not None:
+            return diagnosis.VIEW
+        return None
+    if isinstance(got, torch.Tensor) and got.shape == diagnosis.right_split(probe, heads).shape and \
             torch.equal(got, diagnosis.right_split(probe, heads)):
         return None
     return diagnosis.split(probe, heads, got)
