@@ -1,4 +1,4 @@
-"""Command line: `autograder release | grade | check`. Each command is a thin shell over one module."""
+"""Command line: `autograder release | grade | check | export`. Each command is a thin shell over one module."""
 from __future__ import annotations
 
 import os
@@ -147,3 +147,47 @@ def check(
     from autograder.student.check import run_check_command
 
     _leave_now(run_check_command(path=path, lang=lang, plot=plot, assignment=assignment))
+
+
+@app.command()
+def export(
+    out: Path = typer.Argument(..., help="The OUT folder of `autograder grade` (its gradebook.sqlite)."),
+    to: str = typer.Option(..., "--to", help="canvas | moodle | blackboard"),
+    roster: Path = typer.Option(..., "--roster", help="roster.csv: one row per student, with the LMS's ids."),
+    assignment: str = typer.Option(None, help="Assignment id; default: the one the gradebook holds."),
+    title: str = typer.Option(None, "--title", help="The column's name in the LMS (default: the assignment id)."),
+    lms_id: str = typer.Option(None, "--lms-id", help="The LMS's own id of the assignment column (Canvas "
+                               "assignment id, Blackboard column id); without it the LMS creates a new column."),
+    file: Path = typer.Option(None, "--file", help="Where to write (default: OUT/export-<to>.csv)."),
+) -> None:
+    """Instructors: the gradebook's scores as a file Canvas, Moodle or Blackboard imports."""
+    from autograder.assignments import get
+    from autograder.classroom.export import ExportError, export as make_export
+    from autograder.classroom.grade_class import GRADEBOOK
+    from autograder.classroom.gradebook import Gradebook
+    from autograder.engine.checks import load_suite
+
+    class_list = _roster(roster)
+    if not (out / GRADEBOOK).is_file():
+        typer.echo(f"error: {out / GRADEBOOK} does not exist: grade the class into {out} first", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    book = Gradebook(out / GRADEBOOK)
+    try:
+        held = book.assignments()
+        if assignment is None and len(held) != 1:
+            typer.echo(f"error: the gradebook holds {', '.join(held) or 'no assignment'}: say --assignment", err=True)
+            raise typer.Exit(EXIT_USAGE)
+        spec = get(assignment or held[0])
+        results = book.results(spec.id)
+    finally:
+        book.close()
+    try:
+        made = make_export(to, results, class_list, title or spec.id, load_suite(spec).max_score, lms_id)
+    except ExportError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    target = file or out / f"export-{to}.csv"
+    target.write_text(made.text, encoding="utf-8", newline="")
+    typer.echo(f"{target}: {len(class_list.students)} students ({to})")
+    if made.left_out:
+        typer.echo(f"not on the roster, left out ({len(made.left_out)}): {', '.join(made.left_out)}")

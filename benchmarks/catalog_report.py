@@ -47,7 +47,9 @@ def verdict(kind: str, expected: dict, score: float, max_score: float, failed: l
         return {"correct": 1, "full": int(score == max_score and not named)}
     if expected["kind"] == "score":
         caught = score <= expected["score"] and score < max_score
-        return {"wrong": 1, "caught": int(caught), "named_right": 0, "named_wrong": int(bool(named)), "unnamed": 0,
+        also = {a for a in expected.get("also", "").split(",") if a}
+        return {"wrong": 1, "caught": int(caught), "named_right": 0, "named_wrong": int(bool(set(named) - also)),
+                "unnamed": 0,
                 "catalogued": 0}
     want = {expected["diagnosis"], *[a for a in expected.get("also", "").split(",") if a]}
     caught = score < max_score and set(expected["lose"]) & checks <= set(failed)

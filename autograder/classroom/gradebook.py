@@ -56,6 +56,9 @@ class Gradebook:
                 if "duplicate column" not in str(e):
                     raise
 
+    def assignments(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT DISTINCT assignment FROM results ORDER BY assignment")]
+
     def count(self, assignment: str) -> int:
         return self.db.execute("SELECT COUNT(*) FROM results WHERE assignment = ?", (assignment,)).fetchone()[0]
 

@@ -237,11 +237,21 @@ def split_against(student, refs, case: str, heads: int):
     x, expected = refs[f"split_{case}.x"], refs[f"split_{case}.y"]
     got = student.split_heads(x, heads)
     expect.tensor(got, f"split_heads(x of shape {list(x.shape)}, {heads})", expected.shape, torch.float32,
-                  diagnose=lambda: diagnosis.split(x, heads, got))
+                  diagnose=lambda: diagnosis.split(x, heads, got, _split_prober(student)))
     if not torch.equal(got, expected):
         expect.fail(Text(zh=f"split_heads(形状 {list(x.shape)} 的 x, {heads}) 把特征放进了错误的头或位置",
                          en=f"split_heads(x of shape {list(x.shape)}, {heads}) puts features in the wrong heads or places"),
-                    expect.safely(lambda: diagnosis.split(x, heads, got)))
+                    expect.safely(lambda: diagnosis.split(x, heads, got, _split_prober(student))))
+
+
+def _split_prober(student):
+    """call(x, heads) -> the student's split_heads(x, heads), or None when it raises."""
+    def call(x, heads):
+        try:
+            return student.split_heads(x, heads)
+        except StudentError:
+            return None
+    return call
 
 
 @check(points=1, function="split_heads",
@@ -296,7 +306,7 @@ def split_blamed(student, x, heads):
     if isinstance(got, torch.Tensor) and got.shape == diagnosis.right_split(probe, heads).shape and \
             torch.equal(got, diagnosis.right_split(probe, heads)):
         return None
-    return diagnosis.split(probe, heads, got)
+    return diagnosis.split(probe, heads, got, _split_prober(student))
 
 
 def mha_diagnosis(model, x, expected, got, weights, heads):

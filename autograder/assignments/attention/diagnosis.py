@@ -346,10 +346,18 @@ def sdpa(Q, K, V, causal, out, weights, probe=None) -> Diagnosis | None:
     if _overflowed(Q, K, causal, weights, right_w):  # before the variants: on saturated scores a wrong variant's
         return UNSTABLE                              # NaN and 0/1 pattern can equal the student's (NaN == NaN)
     found = _explanations(Q, K, V, causal, out, weights)
-    if len(found) > 1 and probe is not None:
-        q, k, v = probe_inputs(Q)
-        result = probe(q, k, v, causal)
-        found = _survivors(found, q.double(), k.double(), v.double(), causal, *result) if result else {}
+    if found and probe is not None:  # confirm on inputs whose dims all differ: a coincidence of sizes does not survive
+        for rank in sorted({Q.dim(), 4}):
+            q, k, v = probe_inputs(torch.empty((1,) * rank))
+            result = probe(q, k, v, causal)
+            if result is None:  # the function raises there: nothing learnt
+                continue
+            kept = _survivors(found, q.double(), k.double(), v.double(), causal, *result)
+            # another rank can only judge scale expressions (a softmax or transpose over a fixed dim changes meaning)
+            found = kept if rank == Q.dim() else {key: d for key, d in found.items()
+                                                   if key in kept or not key.startswith(("scale_", "no_scale"))}
+        if not found:
+            return _unexplained(Q, K, V, causal, out, weights, right_out, right_w, probe)
     if len({d.id for d in found.values()}) == 1:
         return next(iter(found.values()))
     if found:
@@ -538,26 +546,55 @@ def mha(x, weights, heads: int, got) -> Diagnosis | None:
     return None
 
 
-def split(x, heads: int, got) -> Diagnosis | None:
-    """Recognise the usual split_heads mistakes by recomputing them on the same x."""
+def _split_variants(x, heads: int) -> dict:
     *batch, T, d_model = x.shape
     d = d_model // heads
-    variants = {
+    return {
         "split_without_transpose": lambda: x.reshape(*batch, heads, T, d),
         "split_strided_heads": lambda: x.reshape(*batch, T, d, heads).movedim(-1, -3),
         "split_heads_not_moved": lambda: x.reshape(*batch, T, heads, d),
         "split_wrong_axes": lambda: x.reshape(*batch, T, heads, d).transpose(0, 1) if batch else None,
         "split_stacked_before_batch": lambda: torch.stack(x.chunk(heads, -1), 0) if batch else None,
-        "split_one_head_special_case": lambda: x.unsqueeze(0) if heads == 1 and batch else None,
+        "split_one_head_special_case": lambda: x.unsqueeze(0) if heads == 1 and batch else right_split(x, heads),
         "split_hard_coded_heads": lambda: x.reshape(*batch, T, 2, d_model // 2).transpose(-3, -2) if heads != 2 else None,
     }
+
+
+def _split_matches(x, heads, got) -> set[str]:
+    """The split_heads mistakes that reproduce `got` on x and differ there from the right split."""
     if not isinstance(got, torch.Tensor):
-        return None
-    for key, variant in variants.items():
+        return set()
+    right, found = right_split(x, heads), set()
+    for key, variant in _split_variants(x, heads).items():
         try:
             value = variant()
         except Exception:
             continue
-        if value is not None and got.shape == value.shape and torch.equal(got, value):
-            return _named(key)
-    return None
+        if value is not None and got.shape == value.shape and torch.equal(got, value) and \
+                not (value.shape == right.shape and torch.equal(value, right)):
+            found.add(key)
+    return found
+
+
+def split(x, heads: int, got, probe=None) -> Diagnosis | None:
+    """Recognise the usual split_heads mistakes by recomputing them on the same x. When two mistakes give the same
+    result here (one head: stacking at dim 0 is unsqueeze(0)), `probe(x, heads)` (the student's split_heads, or None
+    when it raises) is run on a batch with another number of heads, and only a mistake that still agrees is named."""
+    found = _split_matches(x, heads, got)
+    if len(found) > 1 and probe is not None:
+        x2 = torch.randn(2, 5, 12, generator=torch.Generator().manual_seed(5))
+        h2 = 2 if heads == 1 else heads
+        other = probe(x2, h2)
+        if isinstance(other, torch.Tensor):
+            right = right_split(x2, h2)
+            kept = set()
+            for key in found:
+                try:
+                    value = _split_variants(x2, h2)[key]()
+                except Exception:
+                    continue
+                value = right if value is None else value
+                if value.shape == other.shape and torch.equal(value, other):
+                    kept.add(key)
+            found = kept
+    return _named(found.pop()) if len(found) == 1 else None

@@ -58,7 +58,7 @@ def rms_against(student, x, w, expected, eps=None, what="rms_norm(x, weight)"):
     expect.close(got, expected, what, diagnose=hint)
 
 
-@check(points=1, function=RMS, visibility="public",
+@check(points=1, kind="structural", function=RMS, visibility="public",
        zh="rms_norm 对 [4, 8] 与 [2, 3, 8] 的输入返回同形状的 float32 张量",
        en="rms_norm returns a float32 tensor of the input's shape for [4, 8] and [2, 3, 8]")
 def rms_shape(student):
@@ -150,7 +150,7 @@ def mlp_against(model, x, weights, expected, what):
     expect.close(got, expected, what, diagnose=lambda: diagnosis.mlp(x, weights, got))
 
 
-@check(points=1, function=MLP, visibility="public",
+@check(points=1, kind="structural", function=MLP, visibility="public",
        zh="SwiGLU(8, 16) 把 [4, 8] 映射为 [4, 8]、[2, 4, 8] 映射为 [2, 4, 8]",
        en="SwiGLU(8, 16) maps [4, 8] to [4, 8] and [2, 4, 8] to [2, 4, 8]")
 def swiglu_shape(student):
@@ -208,6 +208,8 @@ def layer_model(student, sizes, weights):
 
 def layer_hint(student, x, weights, heads, causal, got):
     """The wiring mistake, else (no wiring variant fits) what is wrong with the blocks the layer is built on."""
+    if type(got) is torch.Tensor and not bool(got.any()):  # all zeros: a wiring variant can agree with that only
+        return blocks_hint(student)                         # by accident (sub-layers zeroed, residuals missing)
     return diagnosis.layer(x, weights, heads, causal, got) or blocks_hint(student)
 
 
@@ -242,7 +244,7 @@ def _layer_weights(refs, *zero):
 HIDDEN = f"DecoderLayer({D_MODEL}, {HEADS}, {D_FF})"
 
 
-@check(points=1, function=LAYER, visibility="public",
+@check(points=1, kind="structural", function=LAYER, visibility="public",
        zh="DecoderLayer(8, 2, 16) 把 [4, 8] 映射为 [4, 8]、[2, 4, 8] 映射为 [2, 4, 8]",
        en="DecoderLayer(8, 2, 16) maps [4, 8] to [4, 8] and [2, 4, 8] to [2, 4, 8]")
 def layer_shape(student):
@@ -326,7 +328,7 @@ def layer_gradients(student, refs):
     _grads_close(reply, ("x",), (refs["layer.grads.dx"],))
 
 
-@check(points=1, function=LAYER,
+@check(points=1, kind="structural", function=LAYER,
        zh="不修改调用者传入的 x", en="the caller's x is left unchanged")
 def layer_inputs_unchanged(student, refs):
     """Decided from the student's own results: called twice on the very same tensor, a layer that modified it in the
