@@ -191,3 +191,59 @@ def export(
     typer.echo(f"{target}: {len(class_list.students)} students ({to})")
     if made.left_out:
         typer.echo(f"not on the roster, left out ({len(made.left_out)}): {', '.join(made.left_out)}")
+
+
+@app.command()
+def override(
+    out: Path = typer.Argument(..., help="The OUT folder of `autograder grade` (its gradebook.sqlite)."),
+    student: str = typer.Option(..., "--student", help="The student's id, as in grades.csv."),
+    why: str = typer.Option(..., "--why", help="The reason, shown to the student in their feedback."),
+    by: str = typer.Option(..., "--by", help="Who makes the change (kept in the gradebook and shown)."),
+    check: str = typer.Option("", "--check", help="A check's name; default: the submission's total."),
+    score: float = typer.Option(None, "--score", help="The new score; without it the override is a comment."),
+    remove: bool = typer.Option(False, "--remove", help="Remove this student's override of --check instead."),
+    assignment: str = typer.Option(None, help="Assignment id; default: the one the gradebook holds."),
+) -> None:
+    """Instructors: change a score or add a comment by hand; it survives regrades and shows in the feedback, the
+    report and every export. OUT's files are rewritten from the gradebook (nothing is regraded)."""
+    import json
+
+    from autograder.assignments import get
+    from autograder.classroom.grade_class import GRADEBOOK
+    from autograder.classroom.gradebook import Gradebook
+    from autograder.engine.checks import load_suite
+    from autograder.report.write import write_outputs
+
+    if not (out / GRADEBOOK).is_file():
+        typer.echo(f"error: {out / GRADEBOOK} does not exist: grade the class into {out} first", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    book = Gradebook(out / GRADEBOOK)
+    try:
+        held = book.assignments()
+        if assignment is None and len(held) != 1:
+            typer.echo(f"error: the gradebook holds {', '.join(held) or 'no assignment'}: say --assignment", err=True)
+            raise typer.Exit(EXIT_USAGE)
+        suite = load_suite(get(assignment or held[0]))
+        if student not in {r.student for r in book.results(suite.assignment)}:
+            typer.echo(f"error: no student {student!r} in {out / GRADEBOOK}", err=True)
+            raise typer.Exit(EXIT_USAGE)
+        if check and check not in {c.name for c in suite.checks}:
+            typer.echo(f"error: {suite.assignment} has no check {check!r}", err=True)
+            raise typer.Exit(EXIT_USAGE)
+        if remove:
+            if not book.remove_override(suite.assignment, student, check):
+                typer.echo(f"error: {student} has no override of {check or 'the total'}", err=True)
+                raise typer.Exit(EXIT_USAGE)
+        else:
+            book.override(suite.assignment, student, check, score, why, by)
+        results = book.results(suite.assignment)
+    finally:
+        book.close()
+    try:
+        stats = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stats = {}
+    write_outputs(out, suite, results, stats)
+    changed = next(r for r in results if r.student == student)
+    typer.echo(f"{student}: {changed.score:g}/{changed.max_score:g} ({'removed' if remove else 'recorded'}); "
+               f"{out} rewritten")

@@ -11,7 +11,7 @@ For a wrong fixture with `expect: lose=<checks> diagnosis=<id> [also=<id>,...]`:
 - named wrong: some check names an id that is neither that one nor one of `also=` (a second mistake the fixture
   really makes); a fixture can be named right and named wrong at once;
 - unnamed: caught, but no check names any mistake.
-A wrong fixture with `expect: score=<N>` (e.g. returns zeros) is caught when it scores at most N, and names nothing.
+`diagnosis=none`: no catalogued mistake (nothing should be named). A wrong fixture with `expect: score=<N>` (e.g. returns zeros) is caught when it scores at most N, and names nothing.
 A correct fixture must score full marks with no diagnosis. Exits 1 unless every wrong fixture is caught, none is
 named wrong, at least 90 % are named right, and every correct fixture has full marks.
 """
@@ -54,7 +54,8 @@ def verdict(kind: str, expected: dict, score: float, max_score: float, failed: l
     want = {expected["diagnosis"], *[a for a in expected.get("also", "").split(",") if a]}
     caught = score < max_score and set(expected["lose"]) & checks <= set(failed)
     return {"wrong": 1, "caught": int(caught), "named_right": int(expected["diagnosis"] in named),
-            "named_wrong": int(bool(set(named) - want)), "unnamed": int(caught and not named), "catalogued": 1}
+            "named_wrong": int(bool(set(named) - want)), "unnamed": int(caught and not named),
+            "catalogued": int(expected["diagnosis"] != "none")}
 
 
 def grade_assignment(assignment: str, limits: Limits) -> tuple[list[str], dict]:

@@ -278,3 +278,27 @@ def test_a_regrade_reports_whose_score_changed_and_which_checks_flipped(tmp_path
     finally:
         book.close()
     assert [score for _, score, _ in runs][0] < 20 and [score for _, score, _ in runs][1:] == [20, 20]
+
+
+def test_an_override_survives_a_regrade_and_shows_in_feedback_report_and_export(tmp_path):
+    cls = make_class(tmp_path / "class", n_correct=1)
+    out = tmp_path / "out"
+    assert autograder("grade", cls, "--out", out, "-q").returncode == 0
+    before = {r["student"]: float(r["score"]) for r in read_csv(out / "grades.csv")}["no_scale"]
+    made = autograder("override", out, "--student", "no_scale", "--check", "sdpa_scaling", "--score", "1",
+                      "--why", "scaling explained in office hours", "--by", "TA Chen")
+    assert made.returncode == 0, made.stderr
+    after = {r["student"]: r for r in read_csv(out / "grades.csv")}["no_scale"]
+    assert float(after["score"]) == before + 1 and after["sdpa_scaling"] == "1"
+    feedback = (out / "feedback" / "no_scale.md").read_text(encoding="utf-8")
+    assert "TA Chen" in feedback and "scaling explained in office hours" in feedback and "人工调整" in feedback
+    assert "人工调整 / override" in (out / "report.html").read_text(encoding="utf-8")
+    assert "TA Chen" in (out / "results" / "no_scale.json").read_text(encoding="utf-8")
+    assert autograder("grade", cls, "--out", out, "--force", "-q").returncode == 0  # a regrade keeps it
+    assert {r["student"]: float(r["score"]) for r in read_csv(out / "grades.csv")}["no_scale"] == before + 1
+    total = autograder("override", out, "--student", "ok0", "--score", "15", "--why", "late", "--by", "Prof. Li")
+    assert total.returncode == 0 and {r["student"]: float(r["score"]) for r in read_csv(out / "grades.csv")}["ok0"] == 15
+    wrong = autograder("override", out, "--student", "nobody", "--score", "1", "--why", "x", "--by", "y")
+    assert wrong.returncode == 2 and "no student 'nobody'" in wrong.stderr
+    removed = autograder("override", out, "--student", "ok0", "--remove", "--why", "-", "--by", "Prof. Li")
+    assert removed.returncode == 0 and {r["student"]: float(r["score"]) for r in read_csv(out / "grades.csv")}["ok0"] == 20

@@ -106,8 +106,13 @@ def test_wrong_variant_loses_its_checks_and_is_diagnosed(fixture, decoder_grade)
     expected = parse_expect(fixture)
     result = decoder_grade(compose(fixture, base()))
     failed = {c.name for c in result.checks if c.status != "passed"}
-    assert set(expected["lose"]) <= failed, not_passed(result)
     diagnoses = {c.diagnosis for c in result.checks if c.diagnosis}
+    also = {a for a in expected.get("also", "").split(",") if a}
+    if expected["kind"] == "score":  # code that does nothing: the spec's structural policy leaves it this much
+        assert result.score <= expected["score"] < result.max_score, not_passed(result)
+        assert diagnoses <= also
+        return
+    assert set(expected["lose"]) <= failed, not_passed(result)
     assert expected["diagnosis"] in diagnoses, (diagnoses, not_passed(result)[:5])
     for c in result.checks:
         if c.diagnosis:  # plain words in both languages

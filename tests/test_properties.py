@@ -113,23 +113,26 @@ def attention_inputs(draw):
 @st.composite
 def random_cases(draw):
     """Replacements for cases.sdpa_cases / split_cases / mha_case with random valid shapes."""
-    sdpa = {name: (*draw_qkv(draw), name != "noncausal") for name in ("batched", "scaling", "noncausal", "grads")}
+    sdpa = {name: (*draw_qkv(draw), name != "noncausal")
+            for name in ("batched", "scaling", "noncausal", "grads", "leading_ones", "one_token")}
     sdpa["large"] = (*draw_qkv(draw, scale_max=0.1), True)  # replaced below by a saturated large-logit input
     g = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1)))
     split = {}  # the checks fix the number of heads of each case: 2, 3, 1 and 6
     for name, heads, batch in (("unbatched", 2, []), ("batched", 3, [draw(st.integers(1, 3))]), ("one_head", 1, []),
-                               ("all_heads", 6, [])):
+                               ("one_head_batched", 1, [draw(st.integers(1, 3))]), ("all_heads", 6, [])):
         d_head = 1 if name == "all_heads" else draw(st.integers(1, 4))
         split[name] = (torch.randn(*batch, draw(st.integers(1, 6)), heads * d_head, generator=g), heads)
     x = torch.randn(*draw(st.lists(st.integers(1, 3), max_size=2)), draw(st.integers(1, 6)), 12, generator=g)
     weights = {f"{n}.weight": torch.randn(12, 12, generator=g) * 0.3 for n in cases.MHA_NAMES}
-    return sdpa, split, (x, 3, weights)  # MultiHeadAttention(12, 3) is fixed by the checks
+    x1 = torch.randn(*draw(st.lists(st.integers(1, 3), max_size=2)), draw(st.integers(1, 6)), 6, generator=g)
+    weights1 = {f"{n}.weight": torch.randn(6, 6, generator=g) * 0.3 for n in cases.MHA_NAMES}
+    return sdpa, split, {"mha": (x, 3, weights), "mha1": (x1, 1, weights1)}  # (12, 3) and (6, 1): fixed by the checks
 
 
 def build_refs(monkeypatch, sdpa, split, mha):
     monkeypatch.setattr(cases, "sdpa_cases", lambda seed: sdpa)
     monkeypatch.setattr(cases, "split_cases", lambda seed: split)
-    monkeypatch.setattr(cases, "mha_case", lambda seed: mha)
+    monkeypatch.setattr(cases, "mha_cases", lambda seed: mha)
     return cases.build_references(SOL, seed=0)
 
 
@@ -147,6 +150,7 @@ def test_reference_passes_every_check_on_random_shapes(suite, generated, data):
     g = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31 - 1)))
     Q, K = (torch.randn(5, 4, generator=g) * 40 for _ in range(2))
     sdpa["large"] = (Q, K, torch.randn(5, 4, generator=g), True)
+    sdpa["large_batched"] = (Q[None], K[None], torch.randn(1, 5, 4, generator=g), True)
     assume(saturated(Q, K))
     with pytest.MonkeyPatch.context() as monkeypatch:
         refs = build_refs(monkeypatch, sdpa, split, mha)
@@ -282,9 +286,53 @@ def test_each_sdpa_mistake_gets_its_name(inputs, name):
         assume(usable_ratios(w, causal) >= 3)  # and there the diagnosis rightly says nothing (`diagnosis._scale`)
     # the name given must be one of the mistakes that produce exactly this result here
     equivalent = {n for n in SDPA_MISTAKES if ONLY.get(n, causal) == causal and _explains(n, out, w, Q, K, V, causal)}
-    found = diagnosis.sdpa(Q, K, V, causal, out, w)
+    probe = prober(name)  # the grader may call the student again
+    found = diagnosis.sdpa(Q, K, V, causal, out, w, probe=probe)
     assert found is not None and found.id in equivalent, (name, found, equivalent)
     assert found.zh and found.en and found.zh != found.en
+
+
+@SETTINGS
+@given(attention_inputs(), st.sampled_from(SDPA_MISTAKES))
+def test_a_candidate_is_never_named_where_it_agrees_with_the_correct_implementation(inputs, name):
+    """Whatever is named must reproduce the student's result AND differ there from the right one: a result equal to
+    the right one gets no name, and a named mistake always has a variant that matches yet differs from it."""
+    Q, K, V, causal = inputs
+    try:
+        out, w = student_variant(name, Q, K, V, causal)
+    except RuntimeError:  # this mistake raises on these shapes (the raised path is sdpa_raised's)
+        assume(False)
+    probe = prober(name)
+    right = SOL.scaled_dot_product_attention(Q, K, V, causal=causal)
+    found = diagnosis.sdpa(Q, K, V, causal, out, w, probe=probe)
+    if diagnosis.same(out, right[0]) and diagnosis.same(w, right[1]):
+        assert found is None, (name, found)
+        return
+    if found is None or found.id in ("scale_constant", "swapped_outputs", "unstable_softmax", "output_dtype"):
+        return  # not a recomputed variant (estimated or structural): nothing more to check
+    Qd, Kd, Vd = Q.double(), K.double(), V.double()
+    r_out, r_w = (t.double() for t in right)
+    witnesses = []
+    for key, diag, thunk in diagnosis._candidates(Qd, Kd, Vd, causal):
+        if diag.id != found.id:
+            continue
+        try:
+            v_out, v_w = thunk()
+        except Exception:
+            continue
+        if diagnosis._matches(out, w, (v_out, v_w)):
+            witnesses.append(not (diagnosis.same(v_out, r_out) and diagnosis.same(v_w, r_w)))
+    assert witnesses and any(witnesses), (name, found.id)
+
+
+def prober(name):
+    """The student's function for the diagnosis to call again: its result, or None when it raises (as in the checks)."""
+    def call(q, k, v, causal):
+        try:
+            return student_variant(name, q, k, v, causal)
+        except RuntimeError:
+            return None
+    return call
 
 
 def _explains(name, out, w, Q, K, V, causal) -> bool:
@@ -312,8 +360,16 @@ def test_each_split_mistake_gets_its_name(batch, T, heads, d_head, name):
     right = SOL.split_heads(x, heads)
     assume(got.shape != right.shape or not torch.equal(got, right))
     equivalent = {n for n, f in SPLIT_MISTAKES.items() if _same_exactly(got, f, x, heads, batch, T, d_head)}
-    found = diagnosis.split(x, heads, got)
-    assert found is not None and found.id in equivalent, (name, found, equivalent)
+    def probe(x2, h2):  # the student's split_heads, called again by the diagnosis on other input
+        try:
+            return SPLIT_MISTAKES[name](x2, h2, list(x2.shape[:-2]), x2.shape[-2], x2.shape[-1] // h2)
+        except Exception:
+            return None
+    found = diagnosis.split(x, heads, got, probe)
+    if found is None:  # said less: only when two mistakes are indistinguishable here
+        assert len(equivalent) > 1, (name, equivalent)
+        return
+    assert found.id in equivalent, (name, found, equivalent)
 
 
 def _same_exactly(got, f, *args):

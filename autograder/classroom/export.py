@@ -77,8 +77,9 @@ def _score(result: SubmissionResult | None) -> str:
 
 
 def _feedback(result: SubmissionResult | None, max_score: float) -> str:
-    if result is None or result.error_en == "no submission":
+    if result is None or (result.error_en == "no submission" and not result.overrides):
         return "未提交 / no submission"
+    said = "".join(f"; {o['author']}: {o['comment']}" for o in result.overrides)  # the course staff's changes
     if not result.graded:
-        return f"未评分 / not graded: {result.error_en}"
-    return f"{num(result.score)}/{num(max_score)}"
+        return f"未评分 / not graded: {result.error_en}{said}"
+    return f"{num(result.score)}/{num(max_score)}{said}"

@@ -182,8 +182,8 @@ class ClassRun:
     def _keep(self, result: SubmissionResult, entry: Entry, seeds: dict[str, int], book: Gradebook,
               fingerprint: str) -> None:
         book.save(result, fingerprint, seeds[entry.student])
-        if self.on_result is not None:
-            self.on_result(result)
+        if self.on_result is not None:  # with the course staff's overrides, as every later reader sees it
+            self.on_result(book.results(self.suite.assignment, [result.student])[0])
 
 
 def _timed_out(result: SubmissionResult) -> bool:

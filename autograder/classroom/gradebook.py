@@ -22,6 +22,16 @@ CREATE TABLE IF NOT EXISTS results (
     seed       INTEGER,         -- the student's hidden-input seed: a regrade reuses it, so it draws the same inputs
     PRIMARY KEY (assignment, student)
 );
+CREATE TABLE IF NOT EXISTS overrides (  -- course staff's manual changes: kept apart, so a regrade never loses one
+    assignment TEXT NOT NULL,
+    student    TEXT NOT NULL,
+    "check"    TEXT NOT NULL,   -- a check's name, or '' for the submission's total
+    score      REAL,            -- NULL: a comment only
+    comment    TEXT NOT NULL,
+    author     TEXT NOT NULL,
+    made_at    TEXT NOT NULL,
+    PRIMARY KEY (assignment, student, "check")
+);
 CREATE TABLE IF NOT EXISTS history (    -- every grading of every student, oldest first: what each run gave
     assignment TEXT NOT NULL,
     student    TEXT NOT NULL,
@@ -100,10 +110,36 @@ class Gradebook:
         return dict(rows)
 
     def results(self, assignment: str, students: list[str] | None = None) -> list[SubmissionResult]:
+        """The stored results with the course staff's overrides applied (every reader sees the final scores)."""
         rows = self.db.execute("SELECT student, result FROM results WHERE assignment = ? ORDER BY student",
                                (assignment,)).fetchall()
         wanted = None if students is None else set(students)
-        return [SubmissionResult.from_dict(json.loads(r)) for s, r in rows if wanted is None or s in wanted]
+        changes = self.overrides(assignment)
+        return [apply_overrides(SubmissionResult.from_dict(json.loads(r)), changes.get(s, []))
+                for s, r in rows if wanted is None or s in wanted]
+
+    def override(self, assignment: str, student: str, check: str, score: float | None, comment: str,
+                 author: str) -> None:
+        """Set (or replace) the override of one check ('' = the total) of one student."""
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO overrides VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (assignment, student, check, score, comment, author, now))
+
+    def remove_override(self, assignment: str, student: str, check: str) -> bool:
+        with self.db:
+            cursor = self.db.execute('DELETE FROM overrides WHERE assignment = ? AND student = ? AND "check" = ?',
+                                     (assignment, student, check))
+        return cursor.rowcount > 0
+
+    def overrides(self, assignment: str) -> dict[str, list[dict]]:
+        rows = self.db.execute('SELECT student, "check", score, comment, author, made_at FROM overrides '
+                               'WHERE assignment = ? ORDER BY student, "check"', (assignment,)).fetchall()
+        found: dict[str, list[dict]] = {}
+        for student, check, score, comment, author, made_at in rows:
+            found.setdefault(student, []).append({"check": check, "score": score, "comment": comment,
+                                                  "author": author, "made_at": made_at})
+        return found
 
     def clear(self, assignment: str) -> None:
         with self.db:
@@ -115,3 +151,21 @@ class Gradebook:
 
 def _statuses(result: SubmissionResult) -> dict[str, str]:
     return {c.name: c.status for c in result.checks}
+
+
+def apply_overrides(result: SubmissionResult, changes: list[dict]) -> SubmissionResult:
+    """`result` with the overrides' scores in place of the grader's (a check's score within 0..its points; the
+    total's within 0..max_score, applied last) and the overrides listed in `result.overrides`."""
+    if not changes:
+        return result
+    checks = {c.name: c for c in result.checks}
+    for change in changes:
+        check = checks.get(change["check"])
+        if check is not None and change["score"] is not None:
+            check.score = min(max(float(change["score"]), 0.0), check.max_score)
+    result.score = sum(c.score for c in result.checks)
+    total = next((c for c in changes if c["check"] == "" and c["score"] is not None), None)
+    if total is not None:
+        result.score = min(max(float(total["score"]), 0.0), result.max_score)
+    result.overrides = [dict(c) for c in changes]
+    return result

@@ -39,6 +39,7 @@ class SubmissionResult:
     seconds: float = 0.0
     staff_output: str = ""      # what it printed during hidden checks: for the course staff, never in feedback
     isolation: str = ""         # the sandbox tier it ran in (autograder/sandbox/tiers.py): full | userns | landlock | none
+    overrides: list[dict] = field(default_factory=list)  # course staff's changes (classroom/gradebook.py), applied
 
     @property
     def graded(self) -> bool:

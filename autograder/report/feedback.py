@@ -96,6 +96,7 @@ class Feedback:
     output: str                      # what it printed while loading and in public checks (never hidden ones)
     seconds: float = 0.0
     isolation: str = ""
+    overrides: tuple[Text, ...] = ()  # the course staff's changes, in words
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -119,7 +120,18 @@ def line(check: CheckResult) -> Line:
 def feedback(result: SubmissionResult) -> Feedback:
     error = Text(zh=result.error_zh, en=result.error_en) if result.error_en else None
     return Feedback(result.student, result.assignment, result.file, result.score, result.max_score, error,
-                    tuple(line(c) for c in result.checks), result.output, result.seconds, result.isolation)
+                    tuple(line(c) for c in result.checks), result.output, result.seconds, result.isolation,
+                    tuple(override_text(o) for o in result.overrides))
+
+
+def override_text(change: dict) -> Text:
+    """One override in words: who changed what to which score, when and why."""
+    zh_what = f"检查 {change['check']}" if change["check"] else "总分"
+    en_what = f"check {change['check']}" if change["check"] else "the total"
+    zh_score = f" 改为 {num(change['score'])} 分" if change["score"] is not None else "（评语）"
+    en_score = f" set to {num(change['score'])}" if change["score"] is not None else " (a comment)"
+    return Text(zh=f"{change['author']} 于 {change['made_at']} 调整：{zh_what}{zh_score}。{change['comment']}",
+                en=f"{change['author']} on {change['made_at']}: {en_what}{en_score}. {change['comment']}")
 
 
 def num(x: float) -> str:
@@ -161,6 +173,7 @@ def gradescope_json(fb: Feedback, hidden_visibility: str = "after_published") ->
         tests.append({"name": check.name, "score": check.score, "max_score": check.max_score,
                       "status": "passed" if check.passed else "failed", "output": "\n".join(p for p in parts if p),
                       "visibility": "visible" if check.visibility == "public" else hidden_visibility})
-    output = f"{fb.error.zh}\n{fb.error.en}" if fb.error is not None else ""
+    output = "\n".join(([f"{fb.error.zh}\n{fb.error.en}"] if fb.error is not None else []) +
+                       [f"{o.zh}\n{o.en}" for o in fb.overrides])
     return {"score": fb.score, "output": output, "execution_time": round(fb.seconds, 3), "tests": tests,
             "extra_data": {"isolation": fb.isolation}}

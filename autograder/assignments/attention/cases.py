@@ -149,7 +149,9 @@ def build_references(solution, seed: int) -> dict[str, torch.Tensor]:
         out.update({f"{name}.Q": q, f"{name}.K": k, f"{name}.V": v})
         qd, kd, vd = (f64(t).requires_grad_(name == "grads") for t in (q, k, v))
         output, weights = solution.scaled_dot_product_attention(qd, kd, vd, causal=causal)
-        out[f"{name}.output"], out[f"{name}.weights"] = output, weights
+        out[f"{name}.output"] = output
+        if weights.shape[-1] > 1:  # at T = 1 every weight is 1 for everyone: the check uses ones, not a reference
+            out[f"{name}.weights"] = weights
         if name == "grads":
             (output * grad_ramp(output.shape)).sum().backward()
             out.update({"grads.dQ": qd.grad, "grads.dK": kd.grad, "grads.dV": vd.grad})
