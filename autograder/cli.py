@@ -58,6 +58,10 @@ def grade(
     roster: Path = typer.Option(None, "--roster", help="roster.csv (id,name[,email,section,canvas_id,sis_user_id,"
                                 "sis_login_id,moodle_username]): submissions are matched to it by LMS names, ids or "
                                 "names, and every student without one gets a row."),
+    course: Path = typer.Option(None, "--course", help="course.toml: the assignment's due date, extensions and late "
+                                "policy (see autograder/classroom/late.py)."),
+    timestamps: Path = typer.Option(None, "--timestamps", help="CSV student,submitted_at (ISO 8601): submission "
+                                    "times, for the late policy."),
 ) -> None:
     """Grade one submission or a whole class into OUT."""
     from autograder.sandbox.client import Sandbox, SandboxUnavailable  # no torch yet: the zygote starts first
@@ -69,13 +73,14 @@ def grade(
         raise typer.BadParameter("--layout is auto, folders or nbgrader")
     spec = _assignment(assignment, submissions)
     class_list = _roster(roster)
+    deadline, times = _deadline(course, timestamps, spec.id)
     limits = Limits(memory_bytes=memory_mib << 20, total_seconds=timeout, call_seconds=call_timeout)
     secrets = [str(out.resolve()), str(submissions.resolve())]
     try:
         with Sandbox(limits, isolate=not no_sandbox, secrets=secrets, slots=2 * jobs,
                      forbidden=list(spec.forbidden)) as sandbox:
             _grade(submissions, out, spec, limits, sandbox, not no_sandbox, jobs,
-                   "resume" if resume else "force" if force else "new", quiet, layout, class_list)
+                   "resume" if resume else "force" if force else "new", quiet, layout, class_list, deadline, times)
     except SandboxUnavailable as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_SANDBOX)
@@ -100,8 +105,29 @@ def _roster(path: Path | None):
         raise typer.Exit(EXIT_USAGE)
 
 
+def _deadline(course: Path | None, timestamps: Path | None, assignment: str):
+    """(the assignment's Deadline or None, the timestamps CSV's times or None); exit 2 naming what is wrong."""
+    from datetime import timezone
+
+    from autograder.classroom.late import CourseError, load_course
+    from autograder.classroom.times import TimestampError, read_timestamps
+
+    try:
+        deadline = None
+        if course is not None:
+            deadlines = load_course(course)
+            if assignment not in deadlines:
+                raise CourseError(f"{course} has no [{assignment}] table")
+            deadline = deadlines[assignment]
+        tz = deadline.due.tzinfo if deadline is not None else timezone.utc
+        return deadline, read_timestamps(timestamps, tz) if timestamps is not None else None
+    except (CourseError, TimestampError, OSError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+
+
 def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, quiet, layout="auto",
-           roster=None) -> None:
+           roster=None, deadline=None, timestamps=None) -> None:
     """The part of `grade` that runs while the sandbox's zygote is importing torch."""
     from autograder.engine.submission import skip_iri_grammar
 
@@ -121,7 +147,8 @@ def _grade(submissions, out, assignment, limits, sandbox, isolate, jobs, mode, q
         written.add(result.student)
 
     run = ClassRun(submissions, out, suite, limits, isolate=isolate, jobs=jobs, mode=mode, show_progress=not quiet,
-                   sandbox=sandbox, on_result=write_now, layout=layout, roster=roster)
+                   sandbox=sandbox, on_result=write_now, layout=layout, roster=roster, deadline=deadline,
+                   timestamps=timestamps)
     try:
         results, stats = run.grade()
     except (IntakeError, GradebookExists, FileNotFoundError) as e:  # may quote file names from an LMS zip
@@ -161,28 +188,16 @@ def export(
     file: Path = typer.Option(None, "--file", help="Where to write (default: OUT/export-<to>.csv)."),
 ) -> None:
     """Instructors: the gradebook's scores as a file Canvas, Moodle or Blackboard imports."""
-    from autograder.assignments import get
     from autograder.classroom.export import ExportError, export as make_export
-    from autograder.classroom.grade_class import GRADEBOOK
-    from autograder.classroom.gradebook import Gradebook
-    from autograder.engine.checks import load_suite
 
     class_list = _roster(roster)
-    if not (out / GRADEBOOK).is_file():
-        typer.echo(f"error: {out / GRADEBOOK} does not exist: grade the class into {out} first", err=True)
-        raise typer.Exit(EXIT_USAGE)
-    book = Gradebook(out / GRADEBOOK)
+    book, suite = _open_gradebook(out, assignment)
     try:
-        held = book.assignments()
-        if assignment is None and len(held) != 1:
-            typer.echo(f"error: the gradebook holds {', '.join(held) or 'no assignment'}: say --assignment", err=True)
-            raise typer.Exit(EXIT_USAGE)
-        spec = get(assignment or held[0])
-        results = book.results(spec.id)
+        results = book.results(suite.assignment)
     finally:
         book.close()
     try:
-        made = make_export(to, results, class_list, title or spec.id, load_suite(spec).max_score, lms_id)
+        made = make_export(to, results, class_list, title or suite.assignment, suite.max_score, lms_id)
     except ExportError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(EXIT_USAGE)
@@ -206,26 +221,10 @@ def override(
 ) -> None:
     """Instructors: change a score or add a comment by hand; it survives regrades and shows in the feedback, the
     report and every export. OUT's files are rewritten from the gradebook (nothing is regraded)."""
-    import json
-
-    from autograder.assignments import get
-    from autograder.classroom.grade_class import GRADEBOOK
-    from autograder.classroom.gradebook import Gradebook
-    from autograder.engine.checks import load_suite
-    from autograder.report.write import write_outputs
-
-    if not (out / GRADEBOOK).is_file():
-        typer.echo(f"error: {out / GRADEBOOK} does not exist: grade the class into {out} first", err=True)
-        raise typer.Exit(EXIT_USAGE)
-    book = Gradebook(out / GRADEBOOK)
+    book, suite = _open_gradebook(out, assignment)
     try:
-        held = book.assignments()
-        if assignment is None and len(held) != 1:
-            typer.echo(f"error: the gradebook holds {', '.join(held) or 'no assignment'}: say --assignment", err=True)
-            raise typer.Exit(EXIT_USAGE)
-        suite = load_suite(get(assignment or held[0]))
         if student not in {r.student for r in book.results(suite.assignment)}:
-            typer.echo(f"error: no student {student!r} in {out / GRADEBOOK}", err=True)
+            typer.echo(f"error: no student {student!r} in {out}", err=True)
             raise typer.Exit(EXIT_USAGE)
         if check and check not in {c.name for c in suite.checks}:
             typer.echo(f"error: {suite.assignment} has no check {check!r}", err=True)
@@ -236,14 +235,66 @@ def override(
                 raise typer.Exit(EXIT_USAGE)
         else:
             book.override(suite.assignment, student, check, score, why, by)
-        results = book.results(suite.assignment)
+        results = _rewrite(out, suite, book)
     finally:
         book.close()
+    changed = next(r for r in results if r.student == student)
+    typer.echo(f"{student}: {changed.score:g}/{changed.max_score:g} ({'removed' if remove else 'recorded'}); "
+               f"{out} rewritten")
+
+
+@app.command()
+def late(
+    out: Path = typer.Argument(..., help="The OUT folder of `autograder grade` (its gradebook.sqlite)."),
+    course: Path = typer.Option(..., "--course", help="course.toml: due date, extensions, late policy."),
+    timestamps: Path = typer.Option(None, "--timestamps", help="CSV student,submitted_at: times to record."),
+    assignment: str = typer.Option(None, help="Assignment id; default: the one the gradebook holds."),
+) -> None:
+    """Instructors: apply (or change) the due date, extensions and late policy; penalties are recomputed from the
+    recorded submission times and OUT's files rewritten, without regrading anything."""
+    book, suite = _open_gradebook(out, assignment)
+    try:
+        deadline, times = _deadline(course, timestamps, suite.assignment)
+        book.set_deadline(suite.assignment, deadline)
+        for student, at in (times or {}).items():
+            book.record_time(suite.assignment, student, at, "timestamps CSV", False)
+        results = _rewrite(out, suite, book)
+    finally:
+        book.close()
+    penalised = [r for r in results if r.late.get("penalty")]
+    unknown = [r.student for r in results if r.graded and r.late and r.late["submitted_at"] is None]
+    typer.echo(f"{len(penalised)} late penalties, {len(unknown)} without a known submission time; {out} rewritten")
+
+
+def _open_gradebook(out: Path, assignment: str | None):
+    """(the Gradebook in OUT, the suite of the assignment it holds, or of --assignment); exit 2 when there is none."""
+    from autograder.assignments import get
+    from autograder.classroom.grade_class import GRADEBOOK
+    from autograder.classroom.gradebook import Gradebook
+    from autograder.engine.checks import load_suite
+
+    if not (out / GRADEBOOK).is_file():
+        typer.echo(f"error: {out / GRADEBOOK} does not exist: grade the class into {out} first", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    book = Gradebook(out / GRADEBOOK)
+    held = book.assignments()
+    if assignment is None and len(held) != 1:
+        book.close()
+        typer.echo(f"error: the gradebook holds {', '.join(held) or 'no assignment'}: say --assignment", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    return book, load_suite(get(assignment or held[0]))
+
+
+def _rewrite(out: Path, suite, book) -> list:
+    """Rewrite OUT's grades, feedback and report from the gradebook (nothing is regraded)."""
+    import json
+
+    from autograder.report.write import write_outputs
+
+    results = book.results(suite.assignment)
     try:
         stats = json.loads((out / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         stats = {}
     write_outputs(out, suite, results, stats)
-    changed = next(r for r in results if r.student == student)
-    typer.echo(f"{student}: {changed.score:g}/{changed.max_score:g} ({'removed' if remove else 'recorded'}); "
-               f"{out} rewritten")
+    return results

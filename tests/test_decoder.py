@@ -139,7 +139,7 @@ def test_the_given_code_uses_no_forbidden_api():
 def test_every_check_catches_some_wrong_fixture():
     """No check is dead weight: each one is listed as lost by at least one wrong fixture (which the test above
     then verifies), so each can fail."""
-    lost = {name for p in WRONG for name in parse_expect(p)["lose"]}
+    lost = {name for p in WRONG for name in parse_expect(p).get("lose", [])}
     suite = load_suite("decoder")
     missing = {c.name for c in suite.checks} - lost - {"rms_shape", "swiglu_shape", "layer_shape"}
     assert not missing, missing
@@ -196,8 +196,8 @@ def test_run_py_prints_the_handout_numbers_with_the_solution_and_names_the_todos
     assert all(f"TODO({t})" in stub.stdout for t in ("rms_norm", "SwiGLU", "DecoderLayer"))
 
 
-DEMO = {"s01_zhang_wei": 20, "s02_olivia_brown": 20, "s03_liu_yang": 19, "s04_noah_wilson": 13, "s05_huang_min": 12,
-        "s06_ava_davis": 7, "s07_sun_hao": 4, "s08_mia_garcia": 19}
+DEMO = {"s01_zhang_wei": 20, "s02_olivia_brown": 20, "s03_liu_yang": 19, "s04_noah_wilson": 11, "s05_huang_min": 11,
+        "s06_ava_davis": 7, "s07_sun_hao": 0, "s08_mia_garcia": 19}  # shape points count beside a passing value check
 
 
 DEMO_NOTEBOOK = "s03_liu_yang"  # hands in the notebook form (eps outside the square root, as in the module form)

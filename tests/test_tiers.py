@@ -138,7 +138,7 @@ def test_a_docker_like_container_whose_python_other_uids_cannot_read_refuses_and
 
 
 def test_an_ordinary_user_grades_a_class_and_every_output_names_the_tier(user_python, tmp_path):
-    from fixtures.compose import FIXTURES, base_solution_source, submission_bytes
+    from fixtures.compose import FIXTURES, base_solution_source, parse_expect, submission_bytes
 
     python, home = user_python
     work = Path(tempfile.mkdtemp(prefix="autograder-user-class-"))
@@ -156,7 +156,8 @@ def test_an_ordinary_user_grades_a_class_and_every_output_names_the_tier(user_py
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         assert "isolation tier: userns" in run.stdout and "a fresh uid per worker" in run.stdout
         grades = {line.split(",")[0]: line.split(",")[1] for line in (out / "grades.csv").read_text().splitlines()[1:]}
-        assert grades == {"cheat": "6", "ok": "20"}
+        honest_cheat = parse_expect(FIXTURES / "attention" / "hostile" / "patched_allclose.py")["score"]
+        assert grades == {"cheat": f"{honest_cheat:g}", "ok": "20"}
         assert json.loads((out / "run.json").read_text())["isolation"]["tier"] == "userns"
         assert json.loads((out / "results" / "ok.json").read_text())["extra_data"]["isolation"] == "userns"
         assert "userns" in (out / "report.html").read_text()
@@ -165,14 +166,15 @@ def test_an_ordinary_user_grades_a_class_and_every_output_names_the_tier(user_py
 
 
 def test_the_gradescope_zip_without_cap_sys_admin_gives_full_marks_and_tampering_no_gain(tmp_path):
-    from fixtures.compose import FIXTURES, base_solution_source, submission_bytes
+    from fixtures.compose import FIXTURES, base_solution_source, parse_expect, submission_bytes
     from test_integrations import gradescope_run
 
     honest, _ = gradescope_run(tmp_path, "honest", SOLUTION.read_bytes(), "attention.py", prefix=tuple(DROP_SYS_ADMIN))
     cheat, _ = gradescope_run(tmp_path, "cheat", submission_bytes(FIXTURES / "attention" / "hostile" / "patched_allclose.py",
                                                                   base_solution_source()),
                               "attention.py", prefix=tuple(DROP_SYS_ADMIN))
-    assert honest["score"] == 20 and cheat["score"] == 6
+    assert honest["score"] == 20
+    assert cheat["score"] == parse_expect(FIXTURES / "attention" / "hostile" / "patched_allclose.py")["score"]
     assert honest["extra_data"]["isolation"] == cheat["extra_data"]["isolation"] == "userns"
 
 
@@ -217,13 +219,14 @@ def gradescope_grade(image, submission: bytes, prefix: list[str]) -> dict:
 def test_the_gradescope_zip_set_up_by_its_setup_sh_grades_in_a_docker_like_container(gradescope_image):
     """Honest full marks, tampering (a patched torch.allclose) and reading the installed package (the reference
     solution sits in the venv's site-packages, which workers must be able to read) no gain; tier landlock."""
-    from fixtures.compose import FIXTURES, base_solution_source, submission_bytes
+    from fixtures.compose import FIXTURES, base_solution_source, parse_expect, submission_bytes
 
     honest = gradescope_grade(gradescope_image, SOLUTION.read_bytes(), DOCKER_LIKE)
     results = {name: gradescope_grade(gradescope_image, submission_bytes(FIXTURES / "attention" / "hostile" / f"{name}.py",
                                                                          base_solution_source()), DOCKER_LIKE)
                for name in ("patched_allclose", "read_installed_package")}
     assert honest["score"] == 20, honest["output"][:2000]
-    assert {name: r["score"] for name, r in results.items()} == {"patched_allclose": 6, "read_installed_package": 6}
+    assert {name: r["score"] for name, r in results.items()} == {
+        name: parse_expect(FIXTURES / "attention" / "hostile" / f"{name}.py")["score"] for name in results}
     assert {r["extra_data"]["isolation"] for r in (honest, *results.values())} == {"landlock"}
     assert "course secret:" not in json.dumps(results["read_installed_package"])

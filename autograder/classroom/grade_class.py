@@ -11,6 +11,7 @@ import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -28,7 +29,9 @@ from autograder.text import Text
 from .gradebook import Gradebook
 from .regrade import diff
 from .intake import Entry, find_submissions
+from .late import Deadline
 from .roster import Roster, apply_roster
+from .times import with_times
 
 GRADEBOOK = "gradebook.sqlite"
 
@@ -71,6 +74,8 @@ class ClassRun:
     on_result: Callable[[SubmissionResult], None] | None = None  # e.g. write its feedback while others grade
     layout: str = "auto"       # auto | folders | nbgrader: see intake.find_submissions
     roster: Roster | None = None  # the class list: submissions renamed to roster ids, non-submitters get a row
+    deadline: Deadline | None = None  # due date and late policy (classroom/late.py): penalties at read time
+    timestamps: dict[str, datetime] | None = None  # submission times by download name or student id
     regraded_alone: list[str] = field(default_factory=list)  # timed out beside a neighbour, graded again alone
 
     def grade(self) -> tuple[list[SubmissionResult], dict]:
@@ -89,9 +94,12 @@ class ClassRun:
                 notes: list[str] = []
                 entries = find_submissions(self.source, self.suite.submission_files, Path(work), self.layout,
                                            notes=notes)
+                tz = self.deadline.due.tzinfo if self.deadline is not None else timezone.utc
+                entries = with_times(entries, self.timestamps, tz)
                 if self.roster is not None:
                     entries, stats["roster"] = apply_roster(entries, self.roster)
                 stats["intake"] = notes
+                self._record_times(book, entries)
                 started = time.perf_counter()
                 stats.update(self._grade_entries(entries, book, known_seeds))
                 stats["seconds"] = round(time.perf_counter() - started, 3)
@@ -103,6 +111,17 @@ class ClassRun:
         finally:
             book.close()
         return results, stats
+
+    def _record_times(self, book: Gradebook, entries: list[Entry]) -> None:
+        """Submission times (and the deadline) go to the gradebook: the late penalty is computed when results are
+        read, so a moved due date changes it without a regrade."""
+        if self.deadline is not None:
+            book.set_deadline(self.suite.assignment, self.deadline)
+        for e in entries:
+            at = self.timestamps.get(e.student, e.submitted_at) if self.timestamps else e.submitted_at
+            if at is not None or e.late_marker or e.time_source:
+                book.record_time(self.suite.assignment, e.student, at, e.time_source or "timestamps CSV",
+                                 e.late_marker)
 
     def _grade_entries(self, entries: list[Entry], book: Gradebook, known_seeds: dict[str, int]) -> dict:
         fingerprint = suite_fingerprint(self.suite)

@@ -32,6 +32,18 @@ CREATE TABLE IF NOT EXISTS overrides (  -- course staff's manual changes: kept a
     made_at    TEXT NOT NULL,
     PRIMARY KEY (assignment, student, "check")
 );
+CREATE TABLE IF NOT EXISTS submitted (  -- when each submission was handed in, as far as anything says
+    assignment TEXT NOT NULL,
+    student    TEXT NOT NULL,
+    at         TEXT,            -- ISO 8601 with offset; NULL: unknown
+    source     TEXT NOT NULL,   -- timestamps CSV | timestamp.txt | Blackboard name | ...
+    late_marker INTEGER NOT NULL,
+    PRIMARY KEY (assignment, student)
+);
+CREATE TABLE IF NOT EXISTS deadlines (  -- the assignment's due date and late policy (classroom/late.py), as JSON
+    assignment TEXT PRIMARY KEY,
+    config     TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS history (    -- every grading of every student, oldest first: what each run gave
     assignment TEXT NOT NULL,
     student    TEXT NOT NULL,
@@ -114,9 +126,31 @@ class Gradebook:
         rows = self.db.execute("SELECT student, result FROM results WHERE assignment = ? ORDER BY student",
                                (assignment,)).fetchall()
         wanted = None if students is None else set(students)
-        changes = self.overrides(assignment)
-        return [apply_overrides(SubmissionResult.from_dict(json.loads(r)), changes.get(s, []))
+        changes, deadline, times = self.overrides(assignment), self.deadline(assignment), self.times(assignment)
+        return [apply_overrides(SubmissionResult.from_dict(json.loads(r)), changes.get(s, []), deadline, times.get(s))
                 for s, r in rows if wanted is None or s in wanted]
+
+    def record_time(self, assignment: str, student: str, at: datetime | None, source: str, late_marker: bool) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO submitted VALUES (?, ?, ?, ?, ?)",
+                            (assignment, student, at.isoformat() if at else None, source, int(late_marker)))
+
+    def times(self, assignment: str) -> dict[str, tuple[datetime | None, str, bool]]:
+        rows = self.db.execute("SELECT student, at, source, late_marker FROM submitted WHERE assignment = ?",
+                               (assignment,)).fetchall()
+        return {s: (datetime.fromisoformat(at) if at else None, source, bool(m)) for s, at, source, m in rows}
+
+    def set_deadline(self, assignment: str, deadline) -> None:
+        from .late import to_json
+
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO deadlines VALUES (?, ?)", (assignment, json.dumps(to_json(deadline))))
+
+    def deadline(self, assignment: str):
+        from .late import from_json
+
+        row = self.db.execute("SELECT config FROM deadlines WHERE assignment = ?", (assignment,)).fetchone()
+        return from_json(json.loads(row[0])) if row else None
 
     def override(self, assignment: str, student: str, check: str, score: float | None, comment: str,
                  author: str) -> None:
@@ -153,10 +187,12 @@ def _statuses(result: SubmissionResult) -> dict[str, str]:
     return {c.name: c.status for c in result.checks}
 
 
-def apply_overrides(result: SubmissionResult, changes: list[dict]) -> SubmissionResult:
-    """`result` with the overrides' scores in place of the grader's (a check's score within 0..its points; the
-    total's within 0..max_score, applied last) and the overrides listed in `result.overrides`."""
-    if not changes:
+def apply_overrides(result: SubmissionResult, changes: list[dict], deadline=None,
+                    time: tuple[datetime | None, str, bool] | None = None) -> SubmissionResult:
+    """The final score: the overrides' scores in place of the grader's (a check's within 0..its points), then the
+    late penalty of `deadline` (classroom/late.py) on that, then an override of the total (within 0..max_score),
+    which is final. `result.overrides` lists the overrides, `result.late` the penalty (raw score kept there)."""
+    if not changes and deadline is None:
         return result
     checks = {c.name: c for c in result.checks}
     for change in changes:
@@ -164,6 +200,17 @@ def apply_overrides(result: SubmissionResult, changes: list[dict]) -> Submission
         if check is not None and change["score"] is not None:
             check.score = min(max(float(change["score"]), 0.0), check.max_score)
     result.score = sum(c.score for c in result.checks)
+    if deadline is not None and result.graded:
+        from .late import penalty
+
+        at, source, marker = time or (None, "", False)
+        verdict = penalty(result.score, at, deadline, result.student)
+        note = verdict.note + (f" ({source})" if source else "")
+        if marker and at is None:
+            note = "marked late by the LMS, but no submission time is known: no late penalty applied"
+        result.late = {"raw_score": result.score, "penalty": round(verdict.penalty, 6), "note": note,
+                       "submitted_at": at.isoformat() if at else None, "due": verdict.due.isoformat()}
+        result.score = max(0.0, result.score - verdict.penalty)
     total = next((c for c in changes if c["check"] == "" and c["score"] is not None), None)
     if total is not None:
         result.score = min(max(float(total["score"]), 0.0), result.max_score)

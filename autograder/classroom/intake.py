@@ -13,6 +13,7 @@ from __future__ import annotations
 import stat
 import zipfile
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from autograder.engine.resolve import SKIP_DIRS, match, resolve
@@ -34,6 +35,9 @@ class Entry:
     problem_zh: str = ""
     note_en: str = ""             # e.g. the chosen file is the untouched release (see engine.resolve)
     note_zh: str = ""
+    submitted_at: datetime | None = None  # when it was handed in, if anything says so (see classroom/times.py)
+    time_source: str = ""
+    late_marker: bool = False     # the LMS marked it late (Canvas's LATE_), whatever its time
 
 
 LAYOUTS = ("auto", "folders", "nbgrader")

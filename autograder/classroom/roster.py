@@ -2,7 +2,7 @@
 
     roster.csv:  id,name,email,section[,canvas_id,sis_user_id,sis_login_id,moodle_username]
     roster = load_roster(Path("roster.csv"))        # RosterError naming the line on a bad file
-    who = roster.match("wangfang_LATE_1003_55503_attention.py")   # -> Match(student, how, late) or None
+    who = roster.match("wangfang_LATE_1003_55503_lab1.py")   # -> Match(student, how, late), Ambiguous or None
 
 A submission's name (the folder or file an LMS download gives it) is read by the LMS naming conventions:
 Canvas `lastfirst_[LATE_]userid_subid_filename`, Moodle `Full Name_participantid_assignsubmission_file_` and
@@ -46,6 +46,7 @@ class Parsed:
     by: str                  # "id" or "name"
     late: bool = False
     canvas_name: str = ""    # Canvas's lastfirst
+    when: str = ""           # Blackboard's attempt time, as written (local time)
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def parse_name(name: str) -> Parsed:
     if m := _MOODLE.match(name):
         return Parsed("moodle", m["name"], "name")
     if m := _BLACKBOARD.match(name):
-        return Parsed("blackboard", m["user"], "id")
+        return Parsed("blackboard", m["user"], "id", when=m["when"])
     return Parsed("plain", stem, "id")
 
 

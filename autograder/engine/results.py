@@ -40,6 +40,7 @@ class SubmissionResult:
     staff_output: str = ""      # what it printed during hidden checks: for the course staff, never in feedback
     isolation: str = ""         # the sandbox tier it ran in (autograder/sandbox/tiers.py): full | userns | landlock | none
     overrides: list[dict] = field(default_factory=list)  # course staff's changes (classroom/gradebook.py), applied
+    late: dict = field(default_factory=dict)  # the late policy's verdict: raw_score, penalty, submitted_at, due, note
 
     @property
     def graded(self) -> bool:

@@ -68,6 +68,8 @@ def summarise(suite: Suite, results: list[SubmissionResult]) -> dict:
 def _mark(result: SubmissionResult) -> str:
     """What the per-student table says beside the score: no submission, not graded, or the problems it met."""
     marks = ["人工调整 / override"] if result.overrides else []
+    if result.late.get("penalty"):
+        marks.append(f"迟交 / late −{num(result.late['penalty'])}")
     if not result.graded:
         return ", ".join([*marks, "未提交 / no submission" if result.error_en == "no submission" else "未评分 / not graded"])
     return ", ".join([*marks, *sorted({c.status for c in result.checks if c.status in PROBLEM_STATUSES})])

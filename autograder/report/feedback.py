@@ -97,6 +97,7 @@ class Feedback:
     seconds: float = 0.0
     isolation: str = ""
     overrides: tuple[Text, ...] = ()  # the course staff's changes, in words
+    late: Text | None = None          # the late policy's verdict, when the course has one
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -121,7 +122,17 @@ def feedback(result: SubmissionResult) -> Feedback:
     error = Text(zh=result.error_zh, en=result.error_en) if result.error_en else None
     return Feedback(result.student, result.assignment, result.file, result.score, result.max_score, error,
                     tuple(line(c) for c in result.checks), result.output, result.seconds, result.isolation,
-                    tuple(override_text(o) for o in result.overrides))
+                    tuple(override_text(o) for o in result.overrides), late_text(result.late))
+
+
+def late_text(late: dict) -> Text | None:
+    if not late:
+        return None
+    when = late["submitted_at"] or "?"
+    return Text(zh=f"提交时间 {when}，截止 {late['due']}：{late['note']}；扣 {num(late['penalty'])} 分（原始得分 "
+                   f"{num(late['raw_score'])}）",
+                en=f"submitted {when}, due {late['due']}: {late['note']}; penalty {num(late['penalty'])} (raw score "
+                   f"{num(late['raw_score'])})")
 
 
 def override_text(change: dict) -> Text:
@@ -174,6 +185,7 @@ def gradescope_json(fb: Feedback, hidden_visibility: str = "after_published") ->
                       "status": "passed" if check.passed else "failed", "output": "\n".join(p for p in parts if p),
                       "visibility": "visible" if check.visibility == "public" else hidden_visibility})
     output = "\n".join(([f"{fb.error.zh}\n{fb.error.en}"] if fb.error is not None else []) +
+                       ([f"{fb.late.zh}\n{fb.late.en}"] if fb.late is not None else []) +
                        [f"{o.zh}\n{o.en}" for o in fb.overrides])
     return {"score": fb.score, "output": output, "execution_time": round(fb.seconds, 3), "tests": tests,
             "extra_data": {"isolation": fb.isolation}}

@@ -42,13 +42,16 @@ def write_grades_csv(path: Path, suite: Suite, results: list[SubmissionResult]) 
     """One row per student, RFC 4180 (CRLF rows; a field holding CR, LF, a comma or a quote is quoted), text cells
     through `csv_cell` so no id is read as a formula."""
     names = [c.name for c in suite.checks]
+    late = any(r.late for r in results)  # with a late policy: the raw score and the penalty are kept beside it
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
-        writer.writerow([csv_cell(h) for h in ("student", "score", "max_score", *names)])
+        writer.writerow([csv_cell(h) for h in ("student", "score", "max_score", *names,
+                                               *(("raw_score", "late_penalty") if late else ()))])
         for r in sorted(results, key=lambda r: r.student):
             earned = {c.name: c.score for c in r.checks}
+            kept = (num(r.late.get("raw_score", r.score)), num(r.late.get("penalty", 0.0))) if late else ()
             writer.writerow([csv_cell(r.student), num(r.score), num(r.max_score),
-                             *(num(earned.get(n, 0.0)) for n in names)])
+                             *(num(earned.get(n, 0.0)) for n in names), *kept])
 
 
 def render_feedback(template: str, fb) -> str:

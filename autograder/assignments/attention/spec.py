@@ -22,7 +22,9 @@ ASSIGNMENT = Assignment(
         "op:*transformer*": "ready-made transformer layers (they contain attention)",
     },
     hidden_topics=Text(
-        zh="其他长度、批维度和多头、缩放因子、causal=False、很大的分数、梯度、是否修改输入、注入权重的多头注意力",
-        en="other lengths, batch and head dims, the scaling factor, causal=False, large scores, gradients, unchanged "
-           "inputs, multi-head attention with injected weights"),
+        zh="其他长度（包括 T = 1）、批维度和多头（包括大小为 1 的前导维度）、缩放因子、causal=False、很大的分数、梯度、"
+           "是否修改输入、注入权重的多头注意力（包括只有 1 个头）",
+        en="other lengths (T = 1 included), batch and head dims (leading dims of size 1 included), the scaling factor, "
+           "causal=False, large scores, gradients, unchanged inputs, multi-head attention with injected weights (one "
+           "head included)"),
 )
