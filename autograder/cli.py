@@ -1,6 +1,7 @@
 """Command line: `autograder release | grade | check | export`. Each command is a thin shell over one module."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -49,9 +50,12 @@ def grade(
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run: keep results whose file and checks are unchanged."),
     force: bool = typer.Option(False, "--force", help="Regrade everything, discarding earlier results."),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Trusted code only: run without isolation."),
-    memory_mib: int = typer.Option(2048, "--memory-mib", min=256, help="Memory cap per submission (MiB)."),
-    timeout: float = typer.Option(90.0, "--timeout", min=1, help="Wall-clock budget per submission (s)."),
-    call_timeout: float = typer.Option(10.0, "--call-timeout", min=0.5, help="Wall-clock limit per call into student code (s)."),
+    memory_mib: int = typer.Option(None, "--memory-mib", min=256, help="Memory cap per submission (MiB; default: "
+                                   "the assignment's, else 2048)."),
+    timeout: float = typer.Option(None, "--timeout", min=1, help="Wall-clock budget per submission (s; default: the "
+                                  "assignment's, else 90)."),
+    call_timeout: float = typer.Option(None, "--call-timeout", min=0.5, help="Wall-clock limit per call into "
+                                       "student code (s; default: the assignment's, else 10)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary table."),
     layout: str = typer.Option("auto", "--layout", help="auto | folders | nbgrader. auto: nbgrader's submitted/ "
                                "layout only for a course root (submitted/ beside nbgrader_config.py or gradebook.db)."),
@@ -65,7 +69,6 @@ def grade(
 ) -> None:
     """Grade one submission or a whole class into OUT."""
     from autograder.sandbox.client import Sandbox, SandboxUnavailable  # no torch yet: the zygote starts first
-    from autograder.sandbox.limits import Limits
 
     if resume and force:
         raise typer.BadParameter("--resume and --force exclude each other")
@@ -74,7 +77,9 @@ def grade(
     spec = _assignment(assignment, submissions)
     class_list = _roster(roster)
     deadline, times = _deadline(course, timestamps, spec.id)
-    limits = Limits(memory_bytes=memory_mib << 20, total_seconds=timeout, call_seconds=call_timeout)
+    given = {"memory_bytes": memory_mib << 20 if memory_mib else None, "total_seconds": timeout,
+             "call_seconds": call_timeout}
+    limits = dataclasses.replace(spec.default_limits(), **{k: v for k, v in given.items() if v is not None})
     secrets = [str(out.resolve()), str(submissions.resolve())]
     try:
         with Sandbox(limits, isolate=not no_sandbox, secrets=secrets, slots=2 * jobs,

@@ -89,3 +89,13 @@ def test_the_release_toml_may_not_repeat_what_the_spec_says(tmp_path):
     (tmp_path / "assignments" / "attention" / "assignment.toml").write_text('module = "x.py"\n' + source)
     with pytest.raises(ReleaseError, match="spec.py"):
         load_spec(tmp_path, "attention")
+
+
+def test_an_assignment_may_set_its_own_default_limits_and_only_known_ones():
+    from dataclasses import replace
+
+    spec = replace(get("attention"), limits={"call_seconds": 3.5, "memory_bytes": 1 << 29})
+    limits = spec.default_limits()
+    assert limits.call_seconds == 3.5 and limits.memory_bytes == 1 << 29 and limits.total_seconds == 90.0
+    with pytest.raises(ValueError, match="unknown limits"):
+        replace(get("attention"), limits={"call_secs": 3})

@@ -41,6 +41,7 @@ class Assignment:
     functions: tuple[str, ...]       # what students implement (functions or classes), the checks' `function`s
     forbidden: Mapping[str, str] = field(default_factory=dict)  # API (or op:<glob>) -> why; see sandbox/forbid.py
     hidden_topics: Text              # for students: what the hidden tests cover beyond the public ones
+    limits: Mapping[str, float] = field(default_factory=dict)  # this assignment's defaults for sandbox/limits.py
     # Scoring policy for code that computes nothing: when True, a function's structural checks (`kind="structural"`:
     # shapes, dtypes, inputs unchanged) count only if at least one of its value checks passes, so placeholders of
     # the right shape (zeros) earn 0 for that function (engine/runner.py `apply_structural_policy`; stated in the
@@ -55,6 +56,18 @@ class Assignment:
         if not self.functions:
             raise ValueError(f"{self.id}: no graded functions")
         object.__setattr__(self, "forbidden", MappingProxyType(dict(self.forbidden)))
+        from autograder.sandbox.limits import Limits  # torch-free
+
+        unknown = set(self.limits) - set(Limits.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"{self.id}: unknown limits {sorted(unknown)}; see autograder/sandbox/limits.py")
+        object.__setattr__(self, "limits", MappingProxyType(dict(self.limits)))
+
+    def default_limits(self):
+        """The sandbox limits of this assignment: Limits' defaults, then the spec's `limits`."""
+        from autograder.sandbox.limits import Limits
+
+        return Limits(**self.limits)
 
     @property
     def submission_files(self) -> tuple[str, ...]:

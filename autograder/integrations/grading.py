@@ -38,12 +38,12 @@ _sandbox: Sandbox | None = None
 _suites: dict[str, Suite] = {}
 
 
-def limits_from_env() -> Limits:
-    """Default limits, overridden by the AUTOGRADER_* variables that are set."""
+def limits_from_env(assignment: str) -> Limits:
+    """The assignment's default limits, overridden by the AUTOGRADER_* variables that are set."""
     changes = {field: float(os.environ[var]) for var, field in LIMIT_KNOBS.items() if os.environ.get(var)}
     if os.environ.get("AUTOGRADER_MEMORY_MIB"):
         changes["memory_bytes"] = int(os.environ["AUTOGRADER_MEMORY_MIB"]) << 20
-    return dataclasses.replace(Limits(), **changes)
+    return dataclasses.replace(get(assignment).default_limits(), **changes)
 
 
 def isolate() -> bool:
@@ -88,7 +88,7 @@ def sandbox(secrets: list[str], assignment: str) -> Sandbox:
     global _sandbox
     with _lock:
         if _sandbox is None:
-            _sandbox = Sandbox(limits_from_env(), isolate=isolate(), secrets=[str(s) for s in secrets],
+            _sandbox = Sandbox(limits_from_env(assignment), isolate=isolate(), secrets=[str(s) for s in secrets],
                                forbidden=list(get(assignment).forbidden))
             atexit.register(close)
         return _sandbox
@@ -110,7 +110,7 @@ def grade_path(path: Path, assignment: str, student: str = "student",
     suite = suite_for(assignment)
     try:
         refs = suite.references(seed if seed is not None else seed_for(assignment, student, course))
-        return grade_file(Path(path), student, suite, sandbox(secrets, assignment), limits_from_env(), refs)
+        return grade_file(Path(path), student, suite, sandbox(secrets, assignment), limits_from_env(assignment), refs)
     except Exception as e:  # sandbox unavailable, internal error: fail closed, with the reason
         log.exception("grading %s failed", path)
         return ungradable(student, suite, Path(path), Text(zh=f"评分程序无法运行：{type(e).__name__}: {e}",
