@@ -31,6 +31,7 @@ from .regrade import diff
 from .intake import Entry, find_submissions
 from .late import Deadline
 from .roster import Roster, apply_roster
+from .similarity import graded_source, similar_pairs
 from .times import with_times
 
 GRADEBOOK = "gradebook.sqlite"
@@ -103,6 +104,7 @@ class ClassRun:
                 started = time.perf_counter()
                 stats.update(self._grade_entries(entries, book, known_seeds))
                 stats["seconds"] = round(time.perf_counter() - started, 3)
+                stats["similarity"] = self._similarity(entries)
             results = book.results(self.suite.assignment, [e.student for e in entries])
             if before:
                 this_run = {r.student for r in results}
@@ -111,6 +113,18 @@ class ClassRun:
         finally:
             book.close()
         return results, stats
+
+    def _similarity(self, entries: list[Entry]) -> dict:
+        """Flagged pairs of similar code (classroom/similarity.py), for the report; never a score."""
+        from dataclasses import asdict
+
+        from autograder.engine.resolve import REPO_ROOT
+
+        functions = self.suite.spec.functions
+        stub_path = REPO_ROOT / "student_template" / self.suite.assignment / self.suite.spec.module
+        stub = graded_source(stub_path, functions) if stub_path.is_file() else ""
+        found = similar_pairs({e.student: graded_source(e.path, functions) for e in entries if e.path}, stub)
+        return {**found, "pairs": [asdict(p) for p in found["pairs"]]}
 
     def _record_times(self, book: Gradebook, entries: list[Entry]) -> None:
         """Submission times (and the deadline) go to the gradebook: the late penalty is computed when results are

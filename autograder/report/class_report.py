@@ -75,10 +75,12 @@ def _mark(result: SubmissionResult) -> str:
     return ", ".join([*marks, *sorted({c.status for c in result.checks if c.status in PROBLEM_STATUSES})])
 
 
-def class_report_html(suite: Suite, results: list[SubmissionResult], isolation: dict | None = None) -> str:
-    """`isolation`: this run's sandbox tier (`Tier.to_json()`); results graded earlier say their own tier."""
+def class_report_html(suite: Suite, results: list[SubmissionResult], isolation: dict | None = None,
+                      similarity: dict | None = None) -> str:
+    """`isolation`: this run's sandbox tier (`Tier.to_json()`); results graded earlier say their own tier.
+    `similarity`: this run's flagged pairs (classroom/similarity.py)."""
     summary = summarise(suite, results)
     png = score_histogram_png([r.score for r in results], suite.max_score) if results else ""
     tiers = sorted({r.isolation or "?" for r in results if r.graded})
     return ENV.get_template("report.html.j2").render(s=summary, suite=suite, png=png, num=num, isolation=isolation,
-                                                     tiers=tiers)
+                                                     tiers=tiers, similarity=similarity)
