@@ -133,6 +133,8 @@ def infer(path: Path) -> Assignment:
         if named in known:
             return known[named]
     names = _names_under(path) if path.is_dir() else _zipped_names(path) if path.suffix == ".zip" else [path.name]
+    # an LMS prepends to the file's own name (Canvas `lastfirst_userid_subid_<file>`): its tails count too
+    names = [tail for n in names for tail in [n, *(n[i + 1:] for i, ch in enumerate(n) if ch == "_")]]
     hits = [a for a in known.values() if any(match(n, a.submission_files) for n in names)]
     if len(hits) == 1:
         return hits[0]

@@ -104,8 +104,13 @@ class ClassRun:
                 started = time.perf_counter()
                 stats.update(self._grade_entries(entries, book, known_seeds))
                 stats["seconds"] = round(time.perf_counter() - started, 3)
-                stats["similarity"] = self._similarity(entries)
-            results = book.results(self.suite.assignment, [e.student for e in entries])
+                stats["similarity"] = self._similarity(entries, book)
+            if "roster" in stats:  # absent from this download but graded from an earlier one: not "no submission"
+                stats["roster"]["no_submission"] = [s for s in stats["roster"]["no_submission"]
+                                                    if not book.has_graded(self.suite.assignment, s)]
+            # with a roster the course is everyone the gradebook holds (a section's download adds to the others');
+            # without one, the students of this input
+            results = book.results(self.suite.assignment, None if self.roster else [e.student for e in entries])
             if before:
                 this_run = {r.student for r in results}
                 stats["regrade"] = diff(before, {s: v for s, v in book.snapshot(self.suite.assignment).items()
@@ -114,8 +119,9 @@ class ClassRun:
             book.close()
         return results, stats
 
-    def _similarity(self, entries: list[Entry]) -> dict:
-        """Flagged pairs of similar code (classroom/similarity.py), for the report; never a score."""
+    def _similarity(self, entries: list[Entry], book: Gradebook) -> dict:
+        """Flagged pairs of similar code (classroom/similarity.py) across everything the gradebook holds (earlier
+        downloads too: the graded functions' source is kept there), for the report; never a score."""
         from dataclasses import asdict
 
         from autograder.engine.resolve import REPO_ROOT
@@ -123,7 +129,10 @@ class ClassRun:
         functions = self.suite.spec.functions
         stub_path = REPO_ROOT / "student_template" / self.suite.assignment / self.suite.spec.module
         stub = graded_source(stub_path, functions) if stub_path.is_file() else ""
-        found = similar_pairs({e.student: graded_source(e.path, functions) for e in entries if e.path}, stub)
+        for e in entries:
+            if e.path is not None:
+                book.save_source(self.suite.assignment, e.student, graded_source(e.path, functions))
+        found = similar_pairs(book.sources(self.suite.assignment), stub)
         return {**found, "pairs": [asdict(p) for p in found["pairs"]]}
 
     def _record_times(self, book: Gradebook, entries: list[Entry]) -> None:
@@ -142,7 +151,10 @@ class ClassRun:
         seeds = self.seeds(entries, known_seeds)
         todo, skipped = [], 0
         for entry in entries:
-            if entry.path is None:
+            if entry.path is None and entry.problem_en == "no submission" and self.mode != "force" and \
+                    book.has_graded(self.suite.assignment, entry.student):
+                skipped += 1  # absent from this download (another section's zip): what was graded stays
+            elif entry.path is None:
                 why = Text(zh=entry.problem_zh, en=entry.problem_en)
                 book.save(ungradable(entry.student, self.suite, None, why), fingerprint, seeds[entry.student])
             elif self.mode == "resume" and book.is_current(self.suite.assignment, entry.student,

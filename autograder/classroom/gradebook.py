@@ -44,6 +44,12 @@ CREATE TABLE IF NOT EXISTS deadlines (  -- the assignment's due date and late po
     assignment TEXT PRIMARY KEY,
     config     TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sources (  -- the graded functions' source of each submission (for the similarity check)
+    assignment TEXT NOT NULL,
+    student    TEXT NOT NULL,
+    code       TEXT NOT NULL,
+    PRIMARY KEY (assignment, student)
+);
 CREATE TABLE IF NOT EXISTS history (    -- every grading of every student, oldest first: what each run gave
     assignment TEXT NOT NULL,
     student    TEXT NOT NULL,
@@ -80,6 +86,19 @@ class Gradebook:
 
     def assignments(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT DISTINCT assignment FROM results ORDER BY assignment")]
+
+    def save_source(self, assignment: str, student: str, code: str) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO sources VALUES (?, ?, ?)", (assignment, student, code))
+
+    def sources(self, assignment: str) -> dict[str, str]:
+        return dict(self.db.execute("SELECT student, code FROM sources WHERE assignment = ?", (assignment,)))
+
+    def has_graded(self, assignment: str, student: str) -> bool:
+        """A result graded from a file (not a "no submission" row) is stored for the student."""
+        row = self.db.execute("SELECT sha256 FROM results WHERE assignment = ? AND student = ?",
+                              (assignment, student)).fetchone()
+        return row is not None and row[0] is not None
 
     def count(self, assignment: str) -> int:
         return self.db.execute("SELECT COUNT(*) FROM results WHERE assignment = ?", (assignment,)).fetchone()[0]

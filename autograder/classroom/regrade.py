@@ -7,14 +7,17 @@ Snapshot = dict[str, tuple[float, dict[str, str]]]  # student -> (score, {check 
 
 def diff(before: Snapshot, after: Snapshot) -> dict:
     """{"changed": [{student, before, after, delta, flipped: [[check, status before, status after]]}],
-    "new": [students graded for the first time], "unchanged": count}. Students missing from `after` (not in this
+    "new": [students graded for the first time, e.g. a later section's download], "unchanged": count}. Students missing from `after` (not in this
     run's input) are not a change."""
     changed, new, unchanged = [], [], 0
     for student, (score, statuses) in sorted(after.items()):
-        if student not in before:
-            new.append(student)
+        old_score, old_statuses = before.get(student, (0.0, {}))
+        if not old_statuses or set(old_statuses.values()) == {"not_graded"}:  # first graded now (or still not)
+            if set(statuses.values()) != {"not_graded"}:
+                new.append(student)
+            else:
+                unchanged += 1
             continue
-        old_score, old_statuses = before[student]
         flipped = [[name, old_statuses.get(name, "absent"), status] for name, status in statuses.items()
                    if old_statuses.get(name) != status]
         flipped += [[name, status, "absent"] for name, status in old_statuses.items() if name not in statuses]
