@@ -32,7 +32,9 @@ from autograder.engine import expect
 from autograder.engine.student import Reply
 from conftest import SOLUTION
 
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run and machine (CI's profile does the same), so `make test` cannot pass
+# on one run and fail on the next. A wider search: drop derandomize and vary `--hypothesis-seed=N`.
+SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 def load_solution():
