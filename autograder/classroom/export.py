@@ -20,6 +20,7 @@ from autograder.engine.results import SubmissionResult
 from autograder.report.feedback import num
 from autograder.report.render import csv_cell
 
+from .intake import NO_SUBMISSION
 from .roster import Roster
 
 FORMATS = ("canvas", "moodle", "blackboard")
@@ -77,7 +78,7 @@ def _score(result: SubmissionResult | None) -> str:
 
 
 def _feedback(result: SubmissionResult | None, max_score: float) -> str:
-    if result is None or (result.error_en == "no submission" and not result.overrides):
+    if result is None or (result.error_en == NO_SUBMISSION and not result.overrides):
         return "未提交 / no submission"
     said = "".join(f"; {o['author']}: {o['comment']}" for o in result.overrides)  # the course staff's changes
     if not result.graded:

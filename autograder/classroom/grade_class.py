@@ -26,9 +26,9 @@ from autograder.sandbox.client import Sandbox
 from autograder.sandbox.limits import Limits
 from autograder.text import Text
 
-from .gradebook import Gradebook
+from .gradebook import Gradebook, check_statuses
 from .regrade import diff
-from .intake import Entry, find_submissions
+from .intake import NO_SUBMISSION, Entry, find_submissions
 from .late import Deadline
 from .roster import Roster, apply_roster
 from .similarity import graded_source, similar_pairs
@@ -112,9 +112,7 @@ class ClassRun:
             # without one, the students of this input
             results = book.results(self.suite.assignment, None if self.roster else [e.student for e in entries])
             if before:
-                this_run = {r.student for r in results}
-                stats["regrade"] = diff(before, {s: v for s, v in book.snapshot(self.suite.assignment).items()
-                                                 if s in this_run})
+                stats["regrade"] = diff(before, {r.student: (r.score, check_statuses(r)) for r in results})
         finally:
             book.close()
         return results, stats
@@ -151,7 +149,7 @@ class ClassRun:
         seeds = self.seeds(entries, known_seeds)
         todo, skipped = [], 0
         for entry in entries:
-            if entry.path is None and entry.problem_en == "no submission" and self.mode != "force" and \
+            if entry.path is None and entry.problem_en == NO_SUBMISSION and self.mode != "force" and \
                     book.has_graded(self.suite.assignment, entry.student):
                 skipped += 1  # absent from this download (another section's zip): what was graded stays
             elif entry.path is None:
@@ -228,7 +226,7 @@ class ClassRun:
               fingerprint: str) -> None:
         book.save(result, fingerprint, seeds[entry.student])
         if self.on_result is not None:  # with the course staff's overrides, as every later reader sees it
-            self.on_result(book.results(self.suite.assignment, [result.student])[0])
+            self.on_result(book.result(self.suite.assignment, result.student))
 
 
 def _timed_out(result: SubmissionResult) -> bool:

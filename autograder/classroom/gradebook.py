@@ -121,11 +121,11 @@ class Gradebook:
                  json.dumps(result.to_dict(), ensure_ascii=False, sort_keys=True), now, seed))
             self.db.execute("INSERT INTO history VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (result.assignment, result.student, suite, result.sha256, result.score,
-                             json.dumps(_statuses(result), ensure_ascii=False), now))
+                             json.dumps(check_statuses(result), ensure_ascii=False), now))
 
     def snapshot(self, assignment: str) -> dict[str, tuple[float, dict[str, str]]]:
         """student -> (score, {check: status}) of the current results (what `regrade.diff` compares)."""
-        return {r.student: (r.score, _statuses(r)) for r in self.results(assignment)}
+        return {r.student: (r.score, check_statuses(r)) for r in self.results(assignment)}
 
     def history(self, assignment: str, student: str) -> list[tuple[str, float, dict[str, str]]]:
         """(graded_at, score, {check: status}) of every time the student was graded, oldest first."""
@@ -148,6 +148,16 @@ class Gradebook:
         changes, deadline, times = self.overrides(assignment), self.deadline(assignment), self.times(assignment)
         return [apply_overrides(SubmissionResult.from_dict(json.loads(r)), changes.get(s, []), deadline, times.get(s))
                 for s, r in rows if wanted is None or s in wanted]
+
+    def result(self, assignment: str, student: str) -> SubmissionResult:
+        """One student's final result (as `results` gives it), reading that student's row only: called once per
+        graded student during a run."""
+        row = self.db.execute("SELECT result FROM results WHERE assignment = ? AND student = ?",
+                              (assignment, student)).fetchone()
+        if row is None:
+            raise KeyError(student)
+        return apply_overrides(SubmissionResult.from_dict(json.loads(row[0])), self.overrides(assignment).get(student, []),
+                               self.deadline(assignment), self.times(assignment).get(student))
 
     def record_time(self, assignment: str, student: str, at: datetime | None, source: str, late_marker: bool) -> None:
         with self.db:
@@ -202,7 +212,7 @@ class Gradebook:
         self.db.close()
 
 
-def _statuses(result: SubmissionResult) -> dict[str, str]:
+def check_statuses(result: SubmissionResult) -> dict[str, str]:
     return {c.name: c.status for c in result.checks}
 
 

@@ -41,6 +41,7 @@ class Entry:
 
 
 LAYOUTS = ("auto", "folders", "nbgrader")
+NO_SUBMISSION = "no submission"  # the reason of a roster student's row when the input holds nothing of theirs
 NBGRADER_MARKERS = ("nbgrader_config.py", "gradebook.db")
 
 

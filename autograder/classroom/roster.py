@@ -152,7 +152,7 @@ def apply_roster(entries: list, roster: Roster) -> tuple[list, dict]:
     an error naming both: which one counts is the instructor's call."""
     from dataclasses import replace
 
-    from .intake import Entry, IntakeError
+    from .intake import NO_SUBMISSION, Entry, IntakeError
 
     out, owner, facts = [], {}, {"unknown": [], "ambiguous": {}, "matched_by": {}, "no_submission": []}
     for entry in entries:
@@ -173,7 +173,7 @@ def apply_roster(entries: list, roster: Roster) -> tuple[list, dict]:
     for student in roster.students:
         if student.id not in owner:
             facts["no_submission"].append(student.id)
-            out.append(Entry(student.id, None, "no submission", "未提交"))
+            out.append(Entry(student.id, None, NO_SUBMISSION, "未提交"))
     ids = [e.student for e in out]
     clash = sorted({i for i in ids if ids.count(i) > 1})
     if clash:

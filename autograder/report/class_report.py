@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from autograder.engine.checks import Suite  # noqa: E402
+from autograder.classroom.intake import NO_SUBMISSION  # noqa: E402
 from autograder.engine.results import SubmissionResult  # noqa: E402
 
 from .render import ENV, file_stem, num  # noqa: E402
@@ -71,7 +72,7 @@ def _mark(result: SubmissionResult) -> str:
     if result.late.get("penalty"):
         marks.append(f"迟交 / late −{num(result.late['penalty'])}")
     if not result.graded:
-        return ", ".join([*marks, "未提交 / no submission" if result.error_en == "no submission" else "未评分 / not graded"])
+        return ", ".join([*marks, "未提交 / no submission" if result.error_en == NO_SUBMISSION else "未评分 / not graded"])
     return ", ".join([*marks, *sorted({c.status for c in result.checks if c.status in PROBLEM_STATUSES})])
 
 
