@@ -13,7 +13,7 @@ from conftest import ROOT
 
 from autograder.assignments import Assignment, UnknownAssignment, discover, get, infer
 from autograder.engine.checks import load_suite
-from autograder.text import Text
+from autograder.public.text import Text
 
 T = Text(zh="标题", en="title")
 

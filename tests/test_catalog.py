@@ -95,8 +95,8 @@ def test_returning_zeros_scores_nothing_and_the_policy_is_per_assignment(suite, 
     assert result.score == 0
     assert all(c.score == 0 for c in result.checks)
     structural = {c.name for c in suite.checks if c.kind == "structural"}
-    assert structural == {"mask_dtype_shape", "sdpa_shapes_unbatched", "sdpa_shapes_batched", "sdpa_inputs_unchanged",
-                          "split_shape", "mha_shape"}
+    assert structural == {"mask_dtype_shape", "sdpa_shapes_published", "sdpa_shapes_batched", "sdpa_inputs_unchanged",
+                          "mha_shape"}
     assert all("not counted" in c.detail_en for c in result.checks if c.name in structural)
     off = Suite(dataclasses.replace(suite.spec, structural_needs_values=False), suite.checks)
     regraded = grade(compose(FIXTURES / "attention" / "wrong" / "returns_zeros.py", base_solution_source()))

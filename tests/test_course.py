@@ -64,8 +64,11 @@ def test_a_term_of_the_demo_course(tmp_path):
         table = list(csv.reader(io.StringIO((out / f"export-{lms}.csv").read_bytes().decode("utf-8"))))
         assert len(table) == (32 if lms == "canvas" else 31)  # header (+ Points Possible) + 30 students
     report = (out / "report.html").read_text(encoding="utf-8")
-    for seen in ("s2605<br>s2613", "s2612<br>s2621", "未提交 / no submission", "人工调整 / override",
-                 "迟交 / late −2", 'href="feedback/visitorx_9999_70012_attention.html"'):
+    for seen in ("s2605 <small>Maria Garcia</small><br>s2613", "s2612 <small>Emma Johnson</small><br>s2621",
+                 "未提交 / no submission", "人工调整 / override", "迟交 / late −2", "不在名单 / not on the roster",
+                 "延期至 / extended to 11-23 23:59", 'href="feedback/visitorx_9999_70012_attention.html"',
+                 '<td class="name" data-sort="王芳">王芳</td>'):
         assert seen in report, seen
+    assert report.count("<script") == 1 and "script-src 'sha256-" in report
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert [(p["a"], p["b"]) for p in run["similarity"]["pairs"]] == [("s2605", "s2613"), ("s2612", "s2621")]

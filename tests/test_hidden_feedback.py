@@ -12,7 +12,7 @@ _graded = scaled_dot_product_attention
 
 def scaled_dot_product_attention(Q, K, V, causal=True):
     print("SEEN", list(Q.shape), float(Q.sum()))
-    if Q.dim() > 2:  # only hidden checks send batched inputs
+    if tuple(Q.shape) == (2, 3, 6, 4):  # the hidden batched case (the published ones have other shapes)
         raise type("Leak_" + str(int(abs(float(Q.sum())) * 1000)), (ValueError,), {})(f"LEAK {Q.flatten()[:4].tolist()}")
     return _graded(Q, K, V, causal)
 '''
@@ -47,6 +47,6 @@ def scaled_dot_product_attention(Q, K, V, causal=True):
 '''
     result = grade(wrong_shape)
     by_name = {c.name: c for c in result.checks}
-    assert "(got [4, 1])" in by_name["sdpa_shapes_unbatched"].detail_en       # public: what was measured
+    assert "(got [4, 1])" in by_name["sdpa_shapes_published"].detail_en       # public: what was measured
     assert "got" not in by_name["sdpa_shapes_batched"].detail_en              # hidden: only what was expected
     assert "should have shape" in by_name["sdpa_shapes_batched"].detail_en

@@ -34,7 +34,6 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 ID = "attention"
 STUDENT_NB = REPO / "student_template" / ID / "attention.ipynb"
-OTTER_NB = REPO / "dist" / ID / "otter_student" / "attention.ipynb"
 OTTER_ZIP = REPO / "dist" / ID / "otter_autograder.zip"
 GRADESCOPE_ZIP = REPO / "dist" / ID / "gradescope_autograder.zip"
 KINDS = ("correct", "wrong", "zeros", "tampering")
@@ -319,7 +318,7 @@ def test_nbgrader_feedback_shows_our_feedback_and_no_hidden_test(nbgrader_course
 def otter_run(folder: Path, kind: str, extra_env: dict | None = None) -> tuple[dict, float, str]:
     submission = folder / kind / "attention.ipynb"
     submission.parent.mkdir(parents=True)
-    submission.write_text(notebook(OTTER_NB, kind), encoding="utf-8")
+    submission.write_text(notebook(STUDENT_NB, kind), encoding="utf-8")  # the one student notebook
     started = time.perf_counter()
     run = subprocess.run([str(BIN / "otter"), "run", "-a", str(OTTER_ZIP), "-o", str(submission.parent),
                           str(submission)], env={**ENV, **(extra_env or {})}, capture_output=True, text=True,

@@ -3,9 +3,13 @@ grades.csv, the terminal, Markdown feedback, file names and intake (issue 10, it
 results are written with `write_outputs`, Markdown is parsed with markdown-it-py, the summary is printed by rich."""
 from __future__ import annotations
 
+import base64
 import csv
+import hashlib
+import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 
 import pytest
 from markdown_it import MarkdownIt
@@ -16,6 +20,7 @@ from autograder.classroom.intake import IntakeError, find_submissions
 from autograder.engine.checks import load_suite
 from autograder.engine.results import CheckResult, SubmissionResult
 from autograder.report.render import file_stem
+from autograder.report.sortable import SORT_SCRIPT
 from autograder.report.summary import print_summary
 from autograder.report.write import write_outputs
 
@@ -139,6 +144,102 @@ def test_markdown_feedback_has_no_headings_links_images_html_or_tables_from_stud
         assert "[click](http://evil)" in html and "![img](x)" in html
         page = (tmp_path / "feedback" / f"{file_stem(r.student)}.html").read_text()
         assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+class _Page(HTMLParser):
+    """What a browser would see of a page: its scripts' texts, the CSP meta, elements carrying event handlers."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.scripts, self.csp, self.handlers, self.elements, self._in_script = [], [], [], [], False
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.elements.append((tag, attrs))
+        if tag == "script":
+            self.scripts.append("")
+            self._in_script = True
+        if tag == "meta" and (attrs.get("http-equiv") or "").lower() == "content-security-policy":
+            self.csp.append(attrs.get("content") or "")
+        self.handlers += [(tag, k) for k in attrs if k.startswith("on")]
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1] += data
+
+
+def only_our_script(text: str) -> None:
+    """The page runs nothing but the report's own sort script: one <script>, exactly SORT_SCRIPT's text, whose
+    SHA-256 is the only source the page's Content-Security-Policy allows; no inline event handler anywhere (no
+    hash allows those); no other script source, no 'unsafe-inline' for scripts."""
+    page = _Page(text)
+    assert text.count("<script") == 1 and len(page.scripts) == 1, "a <script> that is not ours"
+    assert page.scripts[0] == SORT_SCRIPT
+    assert page.handlers == []
+    assert len(page.csp) == 1
+    assert text.index("Content-Security-Policy") < text.index("<body>")  # in force before any student text
+    policy = dict(part.strip().split(" ", 1) for part in page.csp[0].split(";"))
+    assert policy["default-src"] == "'none'" and policy["img-src"] == "data:"
+    digest = base64.b64encode(hashlib.sha256(page.scripts[0].encode("utf-8")).digest()).decode()
+    assert policy["script-src"] == f"'sha256-{digest}'"
+
+
+def test_the_reports_csp_hash_is_the_hash_of_its_script(tmp_path):
+    """Computed here from the page's bytes, as a browser does: the one script runs, and only it."""
+    write_class(tmp_path)
+    text = (tmp_path / "report.html").read_text(encoding="utf-8")
+    only_our_script(text)
+    script = re.search(r"<script>(.*?)</script>", text, re.S)[1]
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)[1]
+    assert f"'sha256-{base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()}'" in csp
+    assert "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+
+
+def test_the_report_escapes_hostile_ids_and_roster_names_and_runs_only_its_script(tmp_path):
+    people = {s: {"name": f"<script>alert({i})</script><img src=x onerror=alert({i})>", "section": "<b>A</b>"}
+              for i, s in enumerate(HOSTILE_IDS)}
+    results = [result(s, graded=i % 2 == 0) for i, s in enumerate(HOSTILE_IDS)]
+    results.append(result("<script>alert('id')</script>"))
+    similarity = {"pairs": [{"a": HOSTILE_IDS[0], "b": HOSTILE_IDS[1], "score": 0.99,
+                             "code_a": "</pre><script>alert(2)</script>", "code_b": "<img src=x onerror=alert(3)>"}],
+                  "median": 0.2, "compared": 20}
+    write_outputs(tmp_path, SUITE, results, {"graded": 1, "skipped": 0, "seconds": 1.0, "similarity": similarity,
+                                              "roster": {"students": people}})
+    text = (tmp_path / "report.html").read_text(encoding="utf-8")
+    only_our_script(text)
+    assert "<img" not in text.replace('<img alt="score histogram"', "") and "<b>A</b>" not in text
+    assert "&lt;script&gt;alert(0)&lt;/script&gt;&lt;img src=x onerror=alert(0)&gt;" in text  # shown as written
+    assert "&lt;script&gt;alert(&#39;id&#39;)&lt;/script&gt;" in text
+    assert "&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;" in text
+    for page in (tmp_path / "feedback").glob("*.html"):  # feedback pages: no script at all
+        assert "<script" not in page.read_text(encoding="utf-8"), page.name
+
+
+def test_the_students_table_reads_without_javascript_and_sorts_numbers_as_numbers(tmp_path):
+    """Server-side order by id; each sortable head says its type; numeric cells carry the number to sort by."""
+    results = [result(s) for s in ("s10", "s2", "s1")]
+    results[0].score, results[1].score, results[2].score = 9.5, 10.0, 2.0
+    results[1].late = {"raw_score": 12.0, "penalty": 2.0, "note": "30.0 h late: -20 %",
+                       "submitted_at": "2026-11-22T05:59:00+08:00", "due": "2026-11-20T23:59:00+08:00"}
+    write_outputs(tmp_path, SUITE, results, {"graded": 3, "skipped": 0, "seconds": 1.0,
+                                              "roster": {"students": {"s1": {"name": "王芳", "section": "B"}}}})
+    page = _Page((tmp_path / "report.html").read_text(encoding="utf-8"))
+    heads = [a for tag, a in page.elements if tag == "th"][:7]
+    assert [h.get("data-type") for h in heads] == ["text", "text", "text", "number", "number", "text", None]
+    assert heads[0].get("aria-sort") == "ascending"
+    scores = [a["data-sort"] for tag, a in page.elements
+              if tag == "td" and a.get("class") == "num" and "data-sort" in a]
+    assert scores == ["2.0", "9.5", "10.0"]  # rows in id order: s1, s10, s2
+    text = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert text.index(">s1<") < text.index(">s10<") < text.index(">s2<")
+    assert "迟交 / late −2" in text and "2026-11-22 05:59 +08:00" in text and "王芳" in text
+    assert "不在名单 / not on the roster" in text  # s2 and s10 are not on the roster given
 
 
 def test_print_summary_shows_ids_and_messages_without_escapes_or_markup(tmp_path, capsys, monkeypatch):

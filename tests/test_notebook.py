@@ -58,7 +58,9 @@ def test_solution_notebook_runs_top_to_bottom_with_its_pictures(folder, monkeypa
     assert len(images) >= 4
     text = "".join(outputs(nb, "text"))
     assert "accuracy: previous token 1.0 | first token 1.0" in text
-    assert "flagged:" in text and "answered <reveal_secret>:" in text
+    assert "injections caught" in text and "answered <reveal_secret>:" in text
+    quartiles = {line.split(":")[0].strip(): line for line in text.splitlines() if "user share quartiles" in line}
+    assert set(quartiles) == {"plain", "legit", "injected"}  # the audit traffic: three kinds, overlapping shares
     assert seconds < 60, f"the notebook took {seconds:.0f} s"
     after = sorted(p.name for p in folder.iterdir() if p.name != ".ipynb_checkpoints")
     assert after == before  # no files written (SAVE_PNG is off)

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from autograder.assignments.attention import cases, diagnosis
-from autograder.engine import expect
+from autograder.public import expect
 from autograder.engine.student import Reply
 from conftest import SOLUTION
 

@@ -163,7 +163,9 @@ def test_student_notebook_keeps_the_bilingual_hint_above_each_stub(released):
 
 
 def student_files(root: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in (root / STUDENT).iterdir() if p.name != "manifest.json"}
+    folder = root / STUDENT
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != "manifest.json" and "__pycache__" not in p.parts}
 
 
 def test_student_files_hold_no_solution_line_or_marker(released):
@@ -243,6 +245,7 @@ def test_every_assignment_releases_in_either_order_with_no_solution_line_in_stud
         for assignment in ids:
             assert run_release(root, assignment, check=True) == 0, (order, assignment)
             student = root / "student_template" / assignment
-            files = {p.name: p.read_bytes() for p in student.iterdir() if p.name != "manifest.json"}
+            files = {p.relative_to(student).as_posix(): p.read_bytes() for p in sorted(student.rglob("*"))
+                     if p.is_file() and p.name != "manifest.json" and "__pycache__" not in p.parts}
             assert leaks.find_leaks(files, build(root, assignment).secrets) == []
             assert not any(b"BEGIN SOLUTION" in data or b"END SOLUTION" in data for data in files.values())

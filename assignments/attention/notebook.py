@@ -33,8 +33,10 @@
 #   整个 notebook 在 CPU 上一分钟内跑完。
 #   *During grading `AUTOGRADER_GRADING` is set and the training and plotting cells (sections 5–8) skip themselves;
 #   on your own machine they run, and the whole notebook takes under a minute on a CPU.*
-# - 在作业文件夹里运行 `autograder check attention.ipynb` 可以在本地跑公开测试。
-#   *Run `autograder check attention.ipynb` in the assignment folder for the public tests.*
+# - 每个 TODO 后面的 `grader.check(...)` 单元会在本地跑这个函数的公开检查（只需要 torch）；在终端里 `python check.py`
+#   检查整个文件。评分时还有隐藏检查，`grader` 这几行在评分时被忽略。
+#   *The `grader.check(...)` cell after each TODO runs that function's public checks here (torch only); `python
+#   check.py` in a terminal checks the whole file. Grading adds hidden checks and ignores the `grader` lines.*
 
 # %%
 import math
@@ -47,6 +49,11 @@ torch.set_printoptions(precision=4, sci_mode=False)
 
 # Set by the grader: the heavy cells below (training, plots) skip themselves when it is.
 GRADING = bool(os.environ.get("AUTOGRADER_GRADING"))
+
+# %%
+# 公开检查，来自作业文件夹里的 checker/ / the public checks, from checker/ in the assignment folder
+from checker import Notebook
+grader = Notebook()
 
 # %% [markdown]
 # ## 1. 不带参数的简化注意力
@@ -171,6 +178,9 @@ for i in range(5):
     visible = [j for j in range(5) if not m[i, j]]
     print(f"token {i} can see {visible}")
 
+# %%
+grader.check("causal_mask")
+
 # %% [markdown]
 # ### TODO 2：`scaled_dot_product_attention`
 # 输入 `Q, K: [..., T, d_head]`、`V: [..., T, d_v]`，返回 `(output, weights)`：`output [..., T, d_v]`，`weights [..., T, T]`。
@@ -218,6 +228,9 @@ Qb, Kb, Vb = torch.randn(2, 5, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 3)
 out_b, w_b = scaled_dot_product_attention(Qb, Kb, Vb)
 print("batched:", tuple(out_b.shape), tuple(w_b.shape))
 
+# %%
+grader.check("scaled_dot_product_attention")
+
 # %% [markdown]
 # ## 4. 多头注意力
 # *Multi-head attention*
@@ -252,6 +265,9 @@ heads = split_heads(x_demo, 2)
 print("split:", tuple(x_demo.shape), "->", tuple(heads.shape))          # (2, 2, 3, 4)
 print("batch 0, head 1, token 0:", heads[0, 1, 0].tolist())              # features 4..7 of token 0
 
+# %%
+grader.check("split_heads")
+
 # %% [markdown]
 # 下面是给出的代码：`merge_heads`（`split_heads` 的逆操作）和把这些部件组装起来的 `MultiHeadAttention`。
 # 四个投影按 `W_q, W_k, W_v, W_o` 的顺序创建、都不带 bias —— 创建顺序决定了固定种子下的随机初始权重。
@@ -285,6 +301,9 @@ with torch.no_grad():
 for h in range(mha.num_heads):
     print(f"head {h}:")
     show_weights(head_weights[h])
+
+# %%
+grader.check("MultiHeadAttention")
 
 # %% [markdown]
 # ## 5. 实验：为什么要除以 √d
@@ -442,8 +461,29 @@ if not GRADING:
     finish(fig, "attention_check")
 
 # %% [markdown]
-# ## 7. 一个真正训练过的模型
-# *A real model's attention*
+# ## 7. 在这里训练的一个极小模型（不是预训练的大模型）
+# *A tiny model trained here (not a pretrained LLM)*
+#
+# 本章的讲义看的是一个真正预训练过的大语言模型的注意力。这份作业不能那样做：评分和你的电脑都不联网下载模型，而我们在软件包索引里
+# 也没有找到把预训练 Transformer 权重直接装在安装包里、又能在 CPU 上几秒内跑完的小模型。所以这里的模型是**在 notebook 里现场
+# 训练的玩具模型**：它很小、任务很简单，图案因此干净得多。
+#
+# 换成真正的预训练模型（例如 GPT-2 small：12 层 × 12 个头，词表是子词），你会看到：
+#
+# - 头很多，大多数头的图案**模糊、分散**，不像这里这样一眼看出分工；同一种功能常由好几个头重复承担。
+# - 很多头把大量注意力放在**第一个 token**（或句号、换行等分隔符）上，即使它和意思无关 —— 所谓“注意力汇聚点”（attention sink），
+#   相当于“没有要看的就看这里”。
+# - 有清楚的“**前一个 token**”头，也有“**归纳头**”（induction head：看到 A B … A 时，去看上一次 A 后面的 B），它们多在中间层。
+# - 注意力落在**子词**上：一个词被切成几块时，图案会在这几块之间分开，读图前要先看清分词。
+#
+# *The chapter looks at the attention of a real pretrained LLM. This assignment cannot: neither grading nor your
+# machine downloads models, and we found no installable package that ships pretrained transformer weights inside it
+# and runs in seconds on a CPU. So the model here is a **toy trained in this notebook**: tiny, on simple tasks, hence
+# much cleaner patterns. In a real pretrained model (e.g. GPT-2 small: 12 layers × 12 heads, subword tokens) most
+# heads are diffuse and functions are shared by several heads; many heads park attention on the first token or on
+# delimiters (an "attention sink"); there are clear previous-token heads and, mostly in middle layers, induction
+# heads (after A B … A, look at the B that followed the last A); and attention lands on subword pieces, so read the
+# tokenisation before the picture.*
 #
 # 随机初始化的权重看不出什么规律。下面用**你自己的** `MultiHeadAttention` 搭一个极小的模型，在 CPU 上训练几秒钟，
 # 任务的正确注意力图案是已知的：
@@ -475,15 +515,15 @@ class ToyModel(nn.Module):
         # tokens: (B, T) integers -> (B, T, d_model)
         return self.tok(tokens) + self.pos(torch.arange(tokens.shape[-1]))
 
-    def forward(self, tokens: torch.Tensor) -> list[torch.Tensor]:
-        e = self.embed(tokens)
+    def forward(self, tokens: torch.Tensor, e: torch.Tensor | None = None) -> list[torch.Tensor]:
+        e = self.embed(tokens) if e is None else e            # (B, T, d_model); `e`: embeddings given directly
         h = e + self.attn(e)                                  # (B, T, d_model)
         return [out(h) for out in self.heads_out]             # each (B, T, vocab)
 
 
-def attention_maps(model: ToyModel, tokens: torch.Tensor) -> torch.Tensor:
-    """Per-head weights of the model's attention layer: (B, T) tokens -> (B, H, T, T)."""
-    layer, e = model.attn, model.embed(tokens)
+def attention_maps(model: ToyModel, tokens: torch.Tensor, e: torch.Tensor | None = None) -> torch.Tensor:
+    """Per-head weights of the model's attention layer: (B, T) tokens (or their embeddings e) -> (B, H, T, T)."""
+    layer, e = model.attn, model.embed(tokens) if e is None else e
     q = split_heads(layer.W_q(e), layer.num_heads)
     k = split_heads(layer.W_k(e), layer.num_heads)
     v = split_heads(layer.W_v(e), layer.num_heads)
@@ -709,35 +749,65 @@ if not GRADING:
     finish(fig, "injection")
 
 # %% [markdown]
-# 现在把每次推理记进审计日志（这里写进内存里的 `io.StringIO()`；生产环境里换成文件路径，例如 `AuditLog("audit.jsonl")`）。
-# 每条记录是一行 JSON：每个 token 的熵、最大权重、方差、收到的注意力，以及我们附加的元数据（请求编号、回答、用户区的注意力份额）。
+# 现在模拟一段更真实的流量，并把每次推理记进审计日志（这里写进内存里的 `io.StringIO()`；生产环境里换成文件路径，例如
+# `AuditLog("audit.jsonl")`）。90 个请求分三类，各 30 个：普通请求；用户**正当地**在文本里写了一条指令（如 `<translate>`）；
+# 被注入了 `<reveal_secret>`。真实的指令和注入很少像训练数据那样整整齐齐：这里把指令 token 的嵌入和一个普通词的嵌入按比例
+# `strength`（0.2–1）混合（措辞含糊、被改写的指令），再给所有嵌入加一点噪声。每条记录是一行 JSON：每个 token 的熵、最大权重、
+# 方差、收到的注意力，以及我们附加的元数据（请求编号、类别、回答、用户区的注意力份额）。
 #
-# *Log every inference (in memory here; give a path such as `AuditLog("audit.jsonl")` in production). One JSON line
-# per request: per-token entropy, max weight, variance, attention received, plus our metadata.*
+# *A more realistic traffic, logged (in memory here; give a path such as `AuditLog("audit.jsonl")` in production):
+# 90 requests, 30 of each kind: plain; a user's legitimate instruction in the text (e.g. `<translate>`); an injected
+# `<reveal_secret>`. Real instructions and injections are rarely as clean as the training data: the instruction
+# token's embedding is blended with an ordinary word's by `strength` (0.2–1: vague or reworded instructions), and
+# every embedding gets a little noise. One JSON line per request: per-token entropy, max weight, variance, attention
+# received, plus our metadata (request id, kind, answer, user share).*
 
 # %%
+KINDS = ("plain", "legit", "injected")
+
+
+def blended_request(kind: str, gen) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tokens (T,), embeddings (1, T, d_model)) of one request of `kind`, drawn from `gen`."""
+    tokens, _ = request_batch(1, gen)
+    tokens = tokens[0]
+    tokens[1:-1] = torch.randint(0, len(WORDS), (SEQ_F - 2,), generator=gen)          # plain user text
+    where = int(torch.randint(1, SEQ_F - 1, (1,), generator=gen))
+    command = CMD0 + int(torch.randint(0, len(COMMANDS) - 1, (1,), generator=gen)) if kind == "legit" else SECRET
+    strength = float(0.2 + 0.8 * torch.rand(1, generator=gen))
+    with torch.no_grad():
+        e = follower.embed(tokens[None]).clone()                                       # (1, T, d_model)
+        if kind != "plain":
+            word = follower.tok.weight[tokens[where]]
+            e[0, where] = strength * follower.tok.weight[command] + (1 - strength) * word + follower.pos.weight[where]
+            tokens[where] = command
+        e += 0.3 * torch.randn(e.shape, generator=gen)
+    return tokens, e
+
+
 if not GRADING:
     log = AuditLog(io.StringIO())
     traffic = torch.Generator().manual_seed(3)
-    for i in range(16):
-        tokens, _ = request_batch(1, traffic)
-        tokens = tokens[0]
-        tokens[1:-1] = torch.randint(0, len(WORDS), (SEQ_F - 2,), generator=traffic)   # plain user text
-        if i % 2 == 1:                                                                # every other request:
-            tokens[int(torch.randint(1, SEQ_F - 1, (1,), generator=traffic))] = SECRET     # an injection
+    for i in range(90):
+        kind = KINDS[i % 3]
+        tokens, e = blended_request(kind, traffic)
         with torch.no_grad():
-            w = attention_maps(follower, tokens[None])[0]
-        log.record(w, tokens=[NAMES[t] for t in tokens], request=f"r{i:02d}", answer=answer_of(follower, tokens),
+            w = attention_maps(follower, tokens[None], e)[0]                          # (H, T, T)
+            (logits,) = follower(tokens[None], e)
+        log.record(w, tokens=[NAMES[t] for t in tokens], request=f"r{i:02d}", kind=kind,
+                   answer=COMMANDS[int(logits[0, -1, :len(COMMANDS)].argmax())],
                    user_share=round(attention_share(w, USER).max().item(), 4))
 
     first_line = log.stream.getvalue().splitlines()[0]
     print("one line of the log:", first_line[:300], "...")
     records = read_log(log.stream)
     print(f"{len(records)} records")
+    for kind in KINDS:
+        shares = sorted(r["user_share"] for r in records if r["kind"] == kind)
+        print(f"{kind:>8}: user share quartiles {[round(shares[int(q * (len(shares) - 1))], 2) for q in (0, .25, .5, .75, 1)]}")
 
 # %%
-# Exercise (ungraded) / 练习（不计分）: choose ALERT_SHARE from the log, and improve `alert` if you can.
-ALERT_SHARE = 0.8
+# Exercise (ungraded) / 练习（不计分）: choose ALERT_SHARE from the table below, and improve `alert` if you can.
+ALERT_SHARE = 0.5
 
 
 def alert(record: dict) -> bool:
@@ -746,21 +816,25 @@ def alert(record: dict) -> bool:
 
 
 if not GRADING:
-    print(f"{'request':>7} | {'answer':>15} | {'user share':>10} | {'max w @answer':>13} | alert")
-    for r in records:
-        print(f"{r['request']:>7} | {r['answer']:>15} | {r['user_share']:10.2f} | {r['max_weight'][-1]:13.2f} | "
-              f"{'ALERT' if alert(r) else ''}")
-    flagged = [r["request"] for r in records if alert(r)]
-    obeyed = [r["request"] for r in records if r["answer"] == "<reveal_secret>"]
-    print("flagged:", flagged)
-    print("answered <reveal_secret>:", obeyed)
+    print(f"{'threshold':>9} | {'injections caught':>17} | {'clean requests flagged':>22}")
+    for threshold in (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99):
+        caught = sum(r["user_share"] > threshold for r in records if r["kind"] == "injected")
+        false = sum(r["user_share"] > threshold for r in records if r["kind"] != "injected")
+        print(f"{threshold:9.2f} | {caught:>10} of 30 | {false:>15} of 60")
+    flagged = [r for r in records if alert(r)]
+    print(f"ALERT_SHARE = {ALERT_SHARE}: {len(flagged)} flagged, "
+          f"{sum(r['kind'] == 'injected' for r in flagged)} of them injected")
+    print("answered <reveal_secret>:", sum(r["answer"] == "<reveal_secret>" for r in records),
+          "requests, of which injected:", sum(r["answer"] == "<reveal_secret>" and r["kind"] == "injected" for r in records))
 
 # %% [markdown]
 # **练习（不计分）/ Exercise (ungraded)**
 #
-# 1. 从日志里看，干净请求和被注入的请求的 `user share` 各在什么范围？`ALERT_SHARE` 取多少能把它们分开？取得太低、太高各会怎样？
-#    *From the log: what range does `user share` take for clean and for injected requests? Which `ALERT_SHARE`
-#    separates them, and what goes wrong when it is too low or too high?*
+# 1. 看上面三类请求的 `user share` 分位数和阈值表：没有一个阈值能把注入和干净请求完全分开。假设漏掉一次注入的代价是
+#    一次误报的 10 倍，`ALERT_SHARE` 取多少总代价最小？用表里的数字说明你的选择；代价比改成 1:1 时呢？
+#    *Look at the quartiles of `user share` per kind and at the threshold table: no threshold separates injections
+#    from clean requests. If a missed injection costs 10 times a false alarm, which `ALERT_SHARE` costs least? Justify
+#    it with the table's numbers; and with a 1:1 cost?*
 # 2. 把 `INJECT_AT` 改成别的位置，或者注入一个普通指令（如 `<translate>`）而不是 `<reveal_secret>`：模型会照做吗？`alert` 能区分
 #    “用户正常地换了个指令”和“恶意注入”吗？只看注意力够吗？
 #    *Move `INJECT_AT`, or inject an ordinary instruction such as `<translate>`: does the model obey? Can `alert`

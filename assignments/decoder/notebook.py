@@ -33,8 +33,10 @@
 #   *The whole notebook runs during grading: keep cells fast and deterministic; no downloads, no file writes, no `%magic`.*
 # - 评分时会设置环境变量 `AUTOGRADER_GRADING`，第 6 节的小实验会自动跳过；整个 notebook 在 CPU 上几秒钟就能跑完。
 #   *During grading `AUTOGRADER_GRADING` is set and the experiment of section 6 skips itself; the notebook runs in seconds on a CPU.*
-# - 在作业文件夹里运行 `autograder check decoder.ipynb` 可以在本地跑公开测试。
-#   *Run `autograder check decoder.ipynb` in the assignment folder for the public tests.*
+# - 每个 TODO 后面的 `grader.check(...)` 单元会在本地跑这个部分的公开检查（只需要 torch）；在终端里 `python check.py`
+#   检查整个文件。评分时还有隐藏检查，`grader` 这几行在评分时被忽略。
+#   *The `grader.check(...)` cell after each TODO runs that part's public checks here (torch only); `python check.py`
+#   in a terminal checks the whole file. Grading adds hidden checks and ignores the `grader` lines.*
 
 # %%
 import math
@@ -48,6 +50,11 @@ torch.set_printoptions(precision=4, sci_mode=False)
 
 # Set by the grader: the experiment of section 6 skips itself when it is.
 GRADING = bool(os.environ.get("AUTOGRADER_GRADING"))
+
+# %%
+# 公开检查，来自作业文件夹里的 checker/ / the public checks, from checker/ in the assignment folder
+from checker import Notebook
+grader = Notebook()
 
 # %% [markdown]
 # ## 1. 给出的代码：第一章的注意力
@@ -132,6 +139,9 @@ print("a learned scale, weight = [1, 1, 0.5, 2]:", rms_norm(row, torch.tensor([1
 print("a single vector [4] and a batch [2, 3, 4]:", tuple(rms_norm(row[0], torch.ones(4)).shape),
       tuple(rms_norm(torch.randn(2, 3, 4), torch.ones(4)).shape))
 
+# %%
+grader.check("rms_norm")
+
 # %% [markdown]
 # 观察：把输入放大 1000 倍，输出不变 —— 尺度被“归一”掉了；RMSNorm 之后均方根是 1，但均值**没有**变成 0（LayerNorm 才会）。
 #
@@ -183,6 +193,9 @@ with torch.no_grad():
     moved = (mlp_demo(x_edit) - mlp_demo(x_demo)).abs().amax(dim=-1)
 print("changing token 0 moves the outputs of tokens:", [t for t in range(5) if moved[t] > 1e-6])
 print("parameters:", sum(p.numel() for p in mlp_demo.parameters()), "= 3 * 8 * 16")
+
+# %%
+grader.check("SwiGLU")
 
 # %% [markdown]
 # 这次改变第 0 个 token，只有它自己的输出变了：MLP 对每个 token **单独**计算，不在 token 之间传递信息。
@@ -260,6 +273,9 @@ print()
 print("changing the last token leaves earlier tokens unchanged (causal):",
       torch.allclose(y_changed[:, :-1], y[:, :-1], atol=1e-6))
 print("causal=False gives a different output:", not torch.allclose(y_open, y, atol=1e-6))
+
+# %%
+grader.check("DecoderLayer")
 
 # %% [markdown]
 # 注意：这个例子里两个 RMSNorm 的 `weight` 都是 1，所以忘了乘 `weight`、或把 `norm1` 与 `norm2` 用反，在这里看不出来 —— 隐藏测试会用不全为 1 的 `weight`。

@@ -59,9 +59,21 @@ def report_missing(todos: list[tuple[str, str]]) -> None:
     sys.exit(1)
 
 
-def fail(message: str) -> None:
-    print(f"❌ {message}")
+def fail(zh: str, en: str) -> None:
+    """Say what is wrong, once in each language (one language per line), and stop."""
+    print(f"❌ {zh}")
+    print(f"   {en}")
     sys.exit(1)
+
+
+def require_finite(name: str, value: torch.Tensor) -> None:
+    """NaN or inf fails every comparison, so say so before a comparison blames the wrong thing."""
+    if not torch.isfinite(value).all():
+        fail(f"{name} 的输出里有 NaN 或 inf。常见原因：除以 0（RMSNorm 的分母忘了加 eps）、对负数开方，"
+             f"或者注意力的某一行所有位置都被遮住（softmax 全是 -inf 得到 NaN）。",
+             f"{name} returns NaN or inf. Common causes: dividing by 0 (no eps in the RMSNorm denominator), the "
+             f"square root of a negative number, or an attention row where every position is masked (softmax of "
+             f"only -inf is NaN).")
 
 
 def print_matrix(m: torch.Tensor) -> None:
@@ -84,15 +96,20 @@ def main() -> None:
         y_changed = layer(x_changed)
 
     if tuple(normed.shape) != tuple(x.shape):
-        fail(f"RMSNorm: 输入 {tuple(x.shape)} → 输出 {tuple(normed.shape)}，形状应当不变 / the shape should not change")
+        fail(f"RMSNorm：输入 {tuple(x.shape)} → 输出 {tuple(normed.shape)}，形状应当不变",
+             f"RMSNorm: input {tuple(x.shape)} -> output {tuple(normed.shape)}, the shape should not change")
+    require_finite("RMSNorm", normed)
     rms = normed.pow(2).mean(dim=-1).sqrt()  # (B, T): 1 for every token while the weight is all ones
     print("RMSNorm 之后每个 token 的均方根 / root-mean-square of every token after RMSNorm:")
     print("  " + "  ".join(f"{v:.4f}" for v in rms.flatten().tolist()))
     if not torch.allclose(rms, torch.ones_like(rms), atol=1e-3):
-        fail("RMSNorm 之后均方根应当约为 1（weight 全为 1 时）/ after RMSNorm the RMS should be about 1 (weight all ones)")
+        fail("RMSNorm 之后均方根应当约为 1（weight 全为 1 时）", "after RMSNorm the RMS should be about 1 (weight all ones)")
 
     if tuple(y.shape) != tuple(x.shape):
-        fail(f"DecoderLayer: 输入 {tuple(x.shape)} → 输出 {tuple(y.shape)}，形状应当不变 / the shape should not change")
+        fail(f"DecoderLayer：输入 {tuple(x.shape)} → 输出 {tuple(y.shape)}，形状应当不变",
+             f"DecoderLayer: input {tuple(x.shape)} -> output {tuple(y.shape)}, the shape should not change")
+    for value in (y, y_open, y_changed):
+        require_finite("DecoderLayer", value)
     print(f"DecoderLayer(8, 2, 16): 输入 {x.shape} → 输出 {y.shape}  ✅")
     print()
     print("第一个序列的输出 / output of the first sequence, y[0]:")
@@ -100,11 +117,11 @@ def main() -> None:
     print()
 
     if not torch.allclose(y_changed[:, :-1], y[:, :-1], atol=1e-6):
-        fail("改变最后一个 token 影响了前面的 token：因果 mask 没有生效 / changing the last token changed earlier "
-             "tokens: the causal mask is not applied")
+        fail("改变最后一个 token 影响了前面的 token：因果 mask 没有生效",
+             "changing the last token changed earlier tokens: the causal mask is not applied")
     if torch.allclose(y_open, y, atol=1e-6):
-        fail("causal=False 与 causal=True 的输出相同：forward 要把 causal 传给注意力 / causal=False gives the same "
-             "output as causal=True: forward must pass causal on to the attention")
+        fail("causal=False 与 causal=True 的输出相同：forward 要把 causal 传给注意力",
+             "causal=False gives the same output as causal=True: forward must pass causal on to the attention")
     print("✅ decoder 通过 / passed: 改变最后一个 token 不影响前面的 token（因果），causal=False 时结果不同 / "
           "changing the last token leaves earlier tokens unchanged (causal), and causal=False differs")
 

@@ -2,13 +2,17 @@
 
     autograder/assignments/<id>/
         spec.py                 ASSIGNMENT = Assignment(...): names, graded functions, forbidden APIs, texts (no torch)
-        checks.py               public and hidden checks (`@check`, see autograder/engine/checks.py)
+        public_checks.py        the public checks (`@check(visibility="public")`): released to students in their
+                                checker, so they import only autograder.public and read only public_facts.json
+        public_facts.py         build(solution): the public inputs, the solution's results and each catalogued
+                                mistake's results on them (written to public_facts.json by the release)
+        checks.py               the hidden checks (`@check`, see autograder/public/check.py)
         cases.py                build_references(solution, seed): each student's hidden inputs and expected outputs
         diagnosis.py            known mistakes, named from the student's results
         plots.py                optional: save_check_plot(session, path) -> path, for `autograder check --plot`
-        otter_tests.py          optional: the public tests of the otter notebook (PUBLIC_TESTS: check name -> source)
         reference_solution.py   written by `autograder release` (the clean solution); never released to students
         release_manifest.json   written by `autograder release` (hashes of the released stubs)
+        public_facts.json       written by `autograder release` (see public_facts.py)
 
 `discover()` scans this folder: a sub-folder with a `spec.py` is an assignment. The engine, sandbox, release,
 student check, report and integrations know an assignment only through its `Assignment` and these modules; a test
@@ -25,7 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from autograder.text import Text
+from autograder.public.text import Text
 
 HERE = Path(__file__).resolve().parent
 _ID = re.compile(r"[a-z][a-z0-9_]*")
@@ -86,6 +90,13 @@ class Assignment:
     @property
     def directory(self) -> Path:
         return HERE / self.id
+
+    def public_info(self) -> dict:
+        """What the released checker is told about the assignment (written into public_facts.json)."""
+        return {"id": self.id, "title": {"zh": self.title.zh, "en": self.title.en}, "module": self.module,
+                "notebook": self.notebook, "functions": list(self.functions), "default_lang": "zh",
+                "hidden_topics": {"zh": self.hidden_topics.zh, "en": self.hidden_topics.en},
+                "forbidden": sorted(api for api in self.forbidden if not api.startswith("op:"))}
 
     def part(self, name: str):
         """The assignment's module `name` (checks, cases, diagnosis, plots, ...), or None when it has none."""

@@ -24,11 +24,11 @@ from autograder.engine.runner import grade_file, ungradable
 from autograder.report.render import terminal_text
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.limits import Limits
-from autograder.text import Text
+from autograder.public.text import Text
 
 from .gradebook import Gradebook, check_statuses
 from .regrade import diff
-from .intake import NO_SUBMISSION, Entry, find_submissions
+from .intake import NO_SUBMISSION, Entry, find_submissions, gradescope_submitters
 from .late import Deadline
 from .roster import Roster, apply_roster
 from .similarity import graded_source, similar_pairs
@@ -42,16 +42,17 @@ class GradebookExists(Exception):
 
 
 PACKAGE = Path(__file__).resolve().parents[1]
-SCORING = ("engine", "sandbox")  # every module that can change a score: comparisons, checks' plumbing, the worker
+SCORING = ("public", "engine", "sandbox")  # every module that can change a score: comparisons, checks, the worker
 
 
 def suite_fingerprint(suite: Suite) -> str:
-    """Changes whenever the checks, diagnosis, cases, the reference solution, the engine or the sandbox change: such
-    results are regraded. (The references are a function of cases.py, reference_solution.py and each student's
+    """Changes whenever the checks, published facts, diagnosis, cases, the reference solution, the public runtime,
+    the engine or the sandbox change: such results are regraded. (The references are a function of cases.py, reference_solution.py and each student's
     seed; the sandbox decides what a worker can do and what comes back, e.g. the forbidden-API block.)"""
     h = hashlib.sha256()
     own = PACKAGE / "assignments" / suite.assignment
-    files = sorted(own.glob("*.py"))  # spec, checks, diagnosis, cases and reference_solution.py
+    files = sorted(own.glob("*.py"))  # spec, checks, public checks, diagnosis, cases and reference_solution.py
+    files += sorted(own.glob("public_facts.json"))  # what the public checks compare with
     if own / "reference_solution.py" not in files:
         raise FileNotFoundError(f"{own / 'reference_solution.py'} is missing: run `autograder release`")
     files += [p for part in SCORING for p in sorted((PACKAGE / part).glob("*.py"))]
@@ -93,12 +94,17 @@ class ClassRun:
                 book.clear(self.suite.assignment)
             with tempfile.TemporaryDirectory(prefix="autograder-intake-") as work:
                 notes: list[str] = []
-                entries = find_submissions(self.source, self.suite.submission_files, Path(work), self.layout,
-                                           notes=notes)
                 tz = self.deadline.due.tzinfo if self.deadline is not None else timezone.utc
+                entries = find_submissions(self.source, self.suite.submission_files, Path(work), self.layout,
+                                           notes=notes, tz=tz)
                 entries = with_times(entries, self.timestamps, tz)
                 if self.roster is not None:
+                    entries = gradescope_submitters(entries, self.roster, notes)
                     entries, stats["roster"] = apply_roster(entries, self.roster)
+                    stats["roster"]["students"] = {s.id: {"name": s.name, "section": s.section}
+                                                   for s in self.roster.students}  # for the report's table
+                else:
+                    entries = gradescope_submitters(entries, None, notes)
                 stats["intake"] = notes
                 self._record_times(book, entries)
                 started = time.perf_counter()

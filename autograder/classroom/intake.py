@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import stat
 import zipfile
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from autograder.engine.resolve import SKIP_DIRS, match, resolve
+
+from .times import GRADESCOPE_METADATA, GRADESCOPE_SOURCE, TimestampError, read_gradescope_metadata
 
 MAX_ZIP_ENTRIES = 20_000
 MAX_ZIP_BYTES = 1 << 30
@@ -38,6 +40,7 @@ class Entry:
     submitted_at: datetime | None = None  # when it was handed in, if anything says so (see classroom/times.py)
     time_source: str = ""
     late_marker: bool = False     # the LMS marked it late (Canvas's LATE_), whatever its time
+    submitters: tuple[tuple[str, str, str], ...] = ()  # Gradescope's (name, email, sid) of each group member
 
 
 LAYOUTS = ("auto", "folders", "nbgrader")
@@ -46,13 +49,15 @@ NBGRADER_MARKERS = ("nbgrader_config.py", "gradebook.db")
 
 
 def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout: str = "auto",
-                     assignment: str | None = None, notes: list[str] | None = None) -> list[Entry]:
+                     assignment: str | None = None, notes: list[str] | None = None,
+                     tz: tzinfo = timezone.utc) -> list[Entry]:
     """Entries sorted by student; `names` are the graded file names (the spec's submission_files).
     `layout`: "folders" (every child of the folder is a student), "nbgrader" (the children of its `submitted/`),
     or "auto" (nbgrader's only for a course root: `submitted/` beside `nbgrader_config.py` or `gradebook.db`).
     `assignment` names the release whose stubs a student's untouched files are recognised by (engine.resolve).
     `notes` receives what the instructor should know about the input (zip name encodings, files that are no
-    submission); an input with no submission at all is an IntakeError."""
+    submission); an input with no submission at all is an IntakeError. Gradescope's `submission_metadata.yml`
+    beside the folders gives their times and submitters (times without an offset are read in `tz`)."""
     if layout not in LAYOUTS:
         raise IntakeError(f"unknown layout {layout!r}: use one of {', '.join(LAYOUTS)}")
     source = Path(source)
@@ -66,7 +71,7 @@ def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout
     root = _nbgrader_root(source, layout)
     entries, ignored, loose = [], [], []
     for child in sorted(root.iterdir()):
-        if child.name.startswith(".") or child.name in SKIP_DIRS:
+        if child.name.startswith(".") or child.name in SKIP_DIRS or child.name == GRADESCOPE_METADATA:
             continue
         if child.is_symlink():
             entries.append(Entry(child.name, None, "a symbolic link: not followed", "符号链接：不予跟随"))
@@ -92,7 +97,81 @@ def find_submissions(source: Path, names: tuple[str, ...], workdir: Path, layout
         if e.student in seen:
             raise IntakeError(f"student id {e.student!r} appears twice (as a folder and as a file?)")
         seen.add(e.student)
+    if (root / GRADESCOPE_METADATA).is_file() and not (root / GRADESCOPE_METADATA).is_symlink():
+        entries = _gradescope_times(entries, root / GRADESCOPE_METADATA, tz, notes)
     return sorted(entries, key=lambda e: e.student)
+
+
+def _gradescope_times(entries: list[Entry], path: Path, tz: tzinfo, notes: list[str] | None) -> list[Entry]:
+    """Each `submission_<id>` folder's time and submitters from Gradescope's export metadata (classroom/times.py);
+    the folders keep their names here (`gradescope_submitters` names them after their submitters)."""
+    try:
+        found, problems = read_gradescope_metadata(path, tz)
+    except TimestampError as e:
+        raise IntakeError(str(e)) from None
+    out, missing = [], []
+    for e in entries:
+        meta = found.get(e.student)
+        if meta is None:
+            missing.append(e.student)
+            out.append(e)
+        else:
+            out.append(replace(e, submitted_at=meta.created_at, submitters=meta.submitters,
+                               time_source=GRADESCOPE_SOURCE if meta.created_at else f"{GRADESCOPE_SOURCE}: no time"))
+    if notes is not None:
+        notes.append(f"{path.name}: Gradescope's submission times and submitters for "
+                     f"{len(entries) - len(missing)} of {len(entries)} submissions")
+        notes += problems[:20] + ([f"... and {len(problems) - 20} more problems in {path.name}"]
+                                  if len(problems) > 20 else [])
+        if missing:
+            notes.append(f"{path.name} does not list {', '.join(missing[:5])}" + (" ..." if len(missing) > 5 else "")
+                         + ": no submission time for them")
+    return out
+
+
+def gradescope_submitters(entries: list[Entry], roster=None, notes: list[str] | None = None) -> list[Entry]:
+    """Entries from Gradescope's export named after who submitted them, instead of `submission_<id>`: with a roster,
+    the roster id whose id (or an LMS id) is the submitter's sid, else whose email (or SIS login) is theirs, else
+    the submitter's name (left to the roster's name matching, which never guesses between two); without a roster,
+    the sid, else the email, else the name. A group submission gives each member an entry of the same file. Other
+    entries are unchanged; two entries with one name are an IntakeError naming both."""
+    if not any(e.submitters for e in entries):
+        return entries
+    out, groups, folder_of = [], [], {}
+    for e in entries:
+        named = [e]
+        if e.submitters:
+            if len(e.submitters) > 1:
+                groups.append(e.student)
+            named = []
+            for name, email, sid in e.submitters:
+                who = _on_roster(roster, email, sid) if roster is not None else None
+                who = who or (name if roster is not None and name else "") or sid or email or name or e.student
+                named.append(replace(e, student=who))
+        for n in named:
+            if n.student in folder_of:
+                raise IntakeError(f"{GRADESCOPE_METADATA}: two submissions belong to {n.student!r} "
+                                  f"({folder_of[n.student]} and {e.student}); keep one of them")
+            folder_of[n.student] = e.student
+            out.append(n)
+    if groups and notes is not None:
+        notes.append(f"group submissions, graded once per member: {', '.join(groups[:5])}"
+                     + (" ..." if len(groups) > 5 else ""))
+    return sorted(out, key=lambda e: e.student)
+
+
+def _on_roster(roster, email: str, sid: str) -> str | None:
+    """The roster id of a Gradescope submitter, by sid (the roster id or an LMS id), then email (or SIS login)."""
+    if sid:
+        for s in roster.students:
+            if sid == s.id or sid in s.lms_ids.values():
+                return s.id
+    if email:
+        folded = email.casefold()
+        for s in roster.students:
+            if folded in (s.email.casefold(), s.lms_ids.get("sis_login_id", "").casefold()):
+                return s.id
+    return None
 
 
 def _nbgrader_root(source: Path, layout: str) -> Path:

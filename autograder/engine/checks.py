@@ -1,59 +1,18 @@
-"""Checks: pytest-style test functions with points, a stable name, a visibility and a bilingual message.
-
-    @check(points=1, function="softmax", visibility="public",
-           zh="softmax 的形状", en="softmax shape")
-    def softmax_shape(student):
-        ...
-
-A check function takes the fixtures it names: `student` (the submission's API, see `student.py`) and `refs`
-(the assignment's reference arrays). It passes by returning and fails by raising (see `expect.py`).
+"""The grader's view of an assignment's checks: a `Suite` (the spec and its public and hidden checks, in order) and
+`load_suite`. The `check` decorator and `Check` are in `autograder.public.check` (the released student checker
+ships them with the public checks).
 """
 from __future__ import annotations
 
 import importlib
-import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 import torch
 
 from autograder.assignments import Assignment, get
-
-VISIBILITIES = ("public", "hidden")
-# "value": compares computed values with the references. "structural": shapes, dtypes, inputs left unchanged, which
-# code that computes nothing can pass; under the assignment's `structural_needs_values` policy (the default) a
-# function's structural checks count only when one of its value checks passes (applied in engine/runner.py).
-KINDS = ("value", "structural")
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    function: str        # the student function it grades: partial credit and forbidden APIs are per function
-    points: float
-    visibility: str
-    zh: str
-    en: str
-    run: Callable = field(repr=False, compare=False)
-    kind: str = "value"  # one of KINDS
-
-    @property
-    def fixtures(self) -> list[str]:
-        return list(inspect.signature(self.run).parameters)
-
-
-def check(*, points: float, function: str, zh: str, en: str, visibility: str = "hidden", kind: str = "value"):
-    if visibility not in VISIBILITIES:
-        raise ValueError(f"visibility must be one of {VISIBILITIES}")
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}")
-
-    def register(fn: Callable) -> Callable:
-        fn.__check__ = Check(fn.__name__, function, float(points), visibility, zh, en, fn, kind)
-        return fn
-
-    return register
+from autograder.public.check import KINDS, VISIBILITIES, Check, check, collect  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -102,15 +61,25 @@ class Suite:
 
 
 def load_suite(assignment: str | Assignment) -> Suite:
-    """The assignment's spec and the checks of its `checks.py`, in definition order. Every check grades one of
-    the spec's `functions`, and every function has a check."""
+    """The assignment's spec and its checks: the public ones of `public_checks.py`, then the hidden ones of
+    `checks.py`, grouped by the spec's `functions` (stable). Every check grades one of them, and every function has
+    a check."""
     spec = assignment if isinstance(assignment, Assignment) else get(assignment)
-    module = importlib.import_module(f"{spec.package}.checks")
-    checks = tuple(v.__check__ for v in vars(module).values() if hasattr(v, "__check__"))
-    names = [c.name for c in checks]
+    found: list[Check] = []
+    for part in ("public_checks", "checks"):
+        module = importlib.import_module(f"{spec.package}.{part}")
+        found += [c for c in collect(vars(module)) if c.visibility == ("public" if part == "public_checks" else "hidden")
+                  or _fail(f"{module.__name__}.{c.name} is {c.visibility}: public checks live in public_checks.py "
+                           "(released to students), hidden ones in checks.py")]
+    names = [c.name for c in found]
     if len(set(names)) != len(names):
-        raise ValueError(f"duplicate check names in {module.__name__}")
-    graded = {c.function for c in checks}
+        raise ValueError(f"duplicate check names in {spec.package}")
+    graded = {c.function for c in found}
     if graded != set(spec.functions):
-        raise ValueError(f"{module.__name__}: checks grade {sorted(graded)}, the spec lists {sorted(spec.functions)}")
-    return Suite(spec, checks)
+        raise ValueError(f"{spec.package}: checks grade {sorted(graded)}, the spec lists {sorted(spec.functions)}")
+    order = {f: i for i, f in enumerate(spec.functions)}
+    return Suite(spec, tuple(sorted(found, key=lambda c: order[c.function])))  # by function, public first in each
+
+
+def _fail(message: str):
+    raise ValueError(message)

@@ -18,13 +18,14 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from autograder.sandbox.client import Sandbox, SandboxUnavailable, WorkerCrashed, WorkerTimeout
+from autograder.sandbox.client import Sandbox, SandboxUnavailable, WorkerCrashed, WorkerTimeout, worker_zh
 from autograder.sandbox.limits import Limits
-from autograder.text import Text
+from autograder.public.text import Text
 
-from . import forbidden as forbidden_scan
+from autograder.public import forbidden as forbidden_scan
+from autograder.public.forbidden import FORBIDDEN_API
 from .checks import Check, Suite
-from .expect import CheckFailed, Diagnosis
+from autograder.public.expect import CheckFailed, Diagnosis
 from .results import CheckResult, SubmissionResult
 from .student import ForbiddenAPIUsed, RemoteStudent, Session, StudentError, SubmissionLoadError
 from .submission import Submission, SubmissionError, load
@@ -94,8 +95,9 @@ def run_checks(suite: Suite, submission: Submission, proxy, refs: dict,
             result = _forbidden(check, sorted(static[check.function]), suite)
         elif check.function in stopped:
             first = stopped[check.function]
-            result = _result(check, 0.0, first.status, en=f"not run: {check.function} already {first.status} "
-                             f"in {first.name}", zh=f"未运行：{check.function} 在 {first.name} 中已{first.status}")
+            result = _result(check, 0.0, first.status, en=f"not run: {check.function} already "
+                             f"{STOPPED[first.status].en} in {first.name}",
+                             zh=f"未运行：{check.function} 在 {first.name} 中已经{STOPPED[first.status].zh}")
         else:
             result = run_check(check, proxy, refs, suite, names)
             if result.status in ("timeout", "crashed"):
@@ -166,21 +168,22 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite, names: set[str] | N
     except SubmissionLoadError as e:
         status = "timeout" if e.type == "Timeout" else "crashed" if e.type == "Crash" else "error"
         r = _result(check, 0.0, status, en=f"your file failed to run: {_summary(e, True, names)}",
-                    zh=f"文件运行失败：{_summary(e, True, names)}")
+                    zh=f"文件运行失败：{_summary(e, True, names, 'zh')}")
     except StudentError as e:
         if e.todo:
             r = _result(check, 0.0, "not_implemented", en=f"TODO({e.todo}) is not done yet",
                         zh=f"TODO({e.todo}) 还没有完成")
         else:
-            said = _summary(e, public, names)
-            r = _result(check, 0.0, "error", en=f"your code raised {said}", zh=f"你的代码抛出了异常 {said}")
+            r = _result(check, 0.0, "error", en=f"your code raised {_summary(e, public, names)}",
+                        zh=f"你的代码抛出了异常 {_summary(e, public, names, 'zh')}".rstrip())
             _diagnose(r, e.diagnosis)
     except WorkerTimeout as e:
-        r = _result(check, 0.0, "timeout", en=f"timed out: {e} (an infinite loop?)", zh=f"超时：{e}（是否有死循环？）")
+        r = _result(check, 0.0, "timeout", en=f"timed out: {e} (an infinite loop?)", zh=f"超时：{e.zh}（是否有死循环？）")
     except WorkerCrashed as e:
         # an invalid reply's details are the worker's own words: not repeated for a hidden check
-        said = str(e) if public or not str(e).startswith("invalid reply") else "invalid reply"
-        r = _result(check, 0.0, "crashed", en=f"your code stopped the process: {said}", zh=f"你的代码使进程终止：{said}")
+        shown = public or not str(e).startswith("invalid reply")
+        r = _result(check, 0.0, "crashed", en=f"your code stopped the process: {str(e) if shown else 'invalid reply'}",
+                    zh=f"你的代码使进程终止：{e.zh}")  # the Chinese names no detail of an invalid reply
     except SandboxUnavailable:  # the grader cannot do its job: stop the run, don't blame the student
         raise
     except Exception as e:  # a bug in the check itself: never the student's fault, never fatal to the run
@@ -196,17 +199,29 @@ def run_check(check: Check, proxy, refs: dict, suite: Suite, names: set[str] | N
 WHERE = re.compile(r"^line (\d{1,7}), in ([\w<>]{1,100})$")
 
 
-def _summary(e: StudentError, public: bool = True, names: set[str] | None = None) -> str:
-    """The student's exception in a few words. Public: type, message and where. Hidden: the type if it is a
-    built-in exception, the line and function if the function is the student's own; never the message."""
+def _summary(e: StudentError, public: bool = True, names: set[str] | None = None, lang: str = "en") -> str:
+    """The student's exception in a few words, in `lang` (the type and message are the student's, quoted as they
+    are). Public: type, message and where. Hidden: the type if it is a built-in exception, the line and function if
+    the function is the student's own; never the message. A load that timed out or crashed ("Timeout", "Crash")
+    carries the grader's own sentence, given in `lang`."""
     where = WHERE.match(e.where)
+    zh = lang == "zh"
+    if zh and e.type in LOAD_PROBLEM and isinstance(e, SubmissionLoadError):
+        return worker_zh(e.message, LOAD_PROBLEM[e.type])
+    at = (f"（{where.group(2)} 第 {where.group(1)} 行）" if zh else f" (line {where.group(1)}, in {where.group(2)})") \
+        if where else ""
     if public:
-        return f"{e.type}: {e.message[:300]}" + (f" ({e.where})" if where else "")
+        return f"{e.type}: {e.message[:300]}{at}"
     kind = e.type if isinstance(getattr(builtins, e.type, None), type) and \
-        issubclass(getattr(builtins, e.type), BaseException) else "an exception"
+        issubclass(getattr(builtins, e.type), BaseException) else ("" if zh else "an exception")
     if where and (names is None or where.group(2) in names):
-        return f"{kind} (line {where.group(1)}, in {where.group(2)})"
+        return f"{kind}{at}"
     return kind
+
+
+# How a status that stops a function reads in "already ..." (runner.run_checks), and the grader's own load failures.
+STOPPED = {"timeout": Text(zh="超时", en="timed out"), "crashed": Text(zh="崩溃", en="crashed")}
+LOAD_PROBLEM = {"Timeout": "超时", "Crash": "进程意外终止"}   # engine/student.py: SubmissionLoadError({"type": ...})
 
 
 def _diagnose(result: CheckResult, diagnosis: Diagnosis | None) -> CheckResult:
@@ -230,12 +245,6 @@ def _forbidden(check: Check, apis: list[str], suite: Suite) -> CheckResult:
                      en=f"{check.function} uses a forbidden API ({why_en}); implement it yourself",
                      zh=f"{check.function} 使用了禁止的现成 API（{', '.join(apis)}）；请自己实现")
     return _diagnose(result, FORBIDDEN_API)
-
-
-FORBIDDEN_API = Diagnosis("forbidden_api", Text(
-    zh="你调用了作业要求你自己实现的现成函数：只要还在用它，这个函数的检查都得 0 分。请删掉这个调用，用基本的张量运算自己写。",
-    en="You call a ready-made function that the assignment asks you to write yourself: every check of this function "
-       "scores 0 while it is used. Remove the call and build the computation from basic tensor operations."))
 
 
 def _result(check: Check, score: float, status: str, *, en: str = "", zh: str = "") -> CheckResult:

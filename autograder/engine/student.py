@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from autograder.public.errors import MAX_TEXT, StudentError, SubmissionLoadError, error_summary, text  # noqa: F401
 from autograder.sandbox import forbid, wire
 from autograder.sandbox.client import Sandbox, Worker, WorkerCrashed, WorkerTimeout
 from autograder.sandbox.limits import Limits
@@ -23,48 +24,8 @@ from autograder.sandbox.limits import Limits
 from .submission import Submission
 
 MAX_RESTARTS = 25  # a sanity cap: the runner already stops calling a function after it hung or crashed once
-MAX_TEXT = 2000   # characters kept of any string a worker sends (messages, type names, where)
 MAX_CELL_ERRORS = 20
-TODO = re.compile(r"TODO\((\w+)\)")
-WHERE = re.compile(r"\bin (\w+)$")  # the worker's "line 12, in softmax"
 REFUSAL = re.compile(r"^(\S{1,200}) " + re.escape(forbid.REFUSED))
-
-
-def text(value, cap: int = MAX_TEXT) -> str:
-    """A string from a worker: a str (anything else becomes ""), at most `cap` characters."""
-    return value[:cap] if isinstance(value, str) else ""
-
-
-def error_summary(value) -> dict:
-    """A worker's error description, validated: type, message and where, each a capped string."""
-    value = value if isinstance(value, dict) else {}
-    return {"type": text(value.get("type"), 100) or "Exception", "message": text(value.get("message")),
-            "where": text(value.get("where"), 200)}
-
-
-class StudentError(Exception):
-    """Student code raised; carries the worker's summary (type, message, where). A check that recognises why may
-    set `diagnosis` (an `expect.Diagnosis`) before re-raising it."""
-
-    diagnosis = None
-
-    def __init__(self, error: dict):
-        error = error_summary(error)
-        self.type, self.message, self.where = error["type"], error["message"], error["where"]
-        super().__init__(f"{self.type}: {self.message}")
-
-    @property
-    def todo(self) -> str | None:
-        """The TODO id when this is an unfinished stub: named in the message (`TODO(softmax): ...`), else the
-        function that raised it (nbgrader's notebook stub carries no id), else "?"."""
-        if self.type == "NotImplementedError":
-            match = TODO.search(self.message) or WHERE.search(self.where)
-            return match.group(1) if match else "?"
-        return None
-
-
-class SubmissionLoadError(StudentError):
-    """The submission itself failed to run (exception, exit or crash at import)."""
 
 
 class ForbiddenAPIUsed(Exception):

@@ -12,11 +12,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.text import Text
+from autograder.public.notebook import block
+from autograder.public.text import Text
 
 MAX_BYTES = 2 << 20
-# Lines a plain Python interpreter cannot run or that would reach a grading tool inside the student's process.
-NEUTRALISED = re.compile(r"^\s*([%!?]|import\s+otter\b|from\s+otter\b|grader\s*=\s*otter\.|grader\.\w+\()")
 
 
 class SubmissionError(Exception):
@@ -106,23 +105,7 @@ def notebook_cells(text: str, name: str) -> list[str]:
     except Exception as e:
         raise SubmissionError(en=f"{name} is not a valid Jupyter notebook ({type(e).__name__})",
                               zh=f"{name} 不是有效的 Jupyter notebook（{type(e).__name__}）") from None
-    blocks = []
-    for number, cell in enumerate(nb.cells, 1):
-        if cell.cell_type != "code":
-            continue
-        lines = cell.source.splitlines()
-        if lines and lines[0].lstrip().startswith("%%"):
-            lines = ["# " + line for line in lines]  # a cell magic: the whole cell is not Python
-        lines = [_neutralise(line) for line in lines]
-        blocks.append(f"# --- cell {number} ---\n" + "\n".join(lines) + "\n")
-    return blocks
-
-
-def _neutralise(line: str) -> str:
-    if NEUTRALISED.match(line):
-        indent = line[: len(line) - len(line.lstrip())]
-        return f"{indent}pass  # removed for grading: {line.strip()[:60]}"
-    return line
+    return [block(number, cell.source) for number, cell in enumerate(nb.cells, 1) if cell.cell_type == "code"]
 
 
 def load(path: Path, graded: set[str] | None = None) -> Submission:

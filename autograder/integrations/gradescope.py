@@ -19,7 +19,7 @@ from pathlib import Path
 from autograder.engine.resolve import resolve
 from autograder.engine.runner import ungradable
 from autograder.report.feedback import feedback, gradescope_json, summary
-from autograder.text import Text
+from autograder.public.text import Text
 
 from . import grading
 
@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         assignment = grading.assignment_for(args.assignment, args.root / "submission")
         data = results_for(args.root, assignment, args.hidden_visibility)
     except Exception as e:  # never leave Gradescope without a results.json
-        data = {"score": 0, "output": f"评分程序出错 / the autograder failed: {type(e).__name__}: {e}", "tests": []}
+        data = {"score": 0, "tests": [],
+                "output": f"评分程序出错（{type(e).__name__}）\nthe autograder failed: {type(e).__name__}: {e}"}
     finally:
         grading.close()
     out = write_results(args.root, data)

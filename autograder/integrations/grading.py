@@ -27,7 +27,7 @@ from autograder.engine.results import SubmissionResult
 from autograder.engine.runner import grade_file, ungradable
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.limits import Limits
-from autograder.text import Text
+from autograder.public.text import Text
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def grade_path(path: Path, assignment: str, student: str = "student",
         return grade_file(Path(path), student, suite, sandbox(secrets, assignment), limits_from_env(assignment), refs)
     except Exception as e:  # sandbox unavailable, internal error: fail closed, with the reason
         log.exception("grading %s failed", path)
-        return ungradable(student, suite, Path(path), Text(zh=f"评分程序无法运行：{type(e).__name__}: {e}",
+        return ungradable(student, suite, Path(path), Text(zh=f"评分程序无法运行（{type(e).__name__}，详情见评分日志）",
                                                            en=f"the grader could not run: {type(e).__name__}: {e}"),
                           started)
 

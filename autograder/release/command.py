@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 
-from . import gradescope_bundle, handout, leaks, manifest, markers, notebook, otter_bundle, references, writer
+from . import checker, gradescope_bundle, handout, leaks, manifest, markers, notebook, otter_bundle, references, writer
 from .errors import ReleaseError
 from .spec import Spec, load_spec, todo_line
 
@@ -104,6 +104,9 @@ def build(root: Path, assignment: str) -> Release:
     else:
         release.notes.append(f"no {spec.handout}: student README skipped")
 
+    solution_rel = f"{solutions}/{spec.module}"
+    out.update(checker.build(spec.id, out[solution_rel].decode("utf-8"), spec.root / solution_rel,
+                             manifest.sha256(out[solution_rel])))
     student_files = {p.removeprefix(student + "/"): b for p, b in out.items() if p.startswith(student + "/")}
     release.secrets = leaks.secret_lines(inside, outside)
     problems = leaks.find_leaks(student_files, release.secrets)
@@ -111,7 +114,6 @@ def build(root: Path, assignment: str) -> Release:
         raise ReleaseError("leak guard: the student release would reveal the solution:\n  " + "\n  ".join(problems))
     out[f"{student}/manifest.json"] = manifest.student_manifest(spec.id, spec.version, student_files)
 
-    solution_rel = f"{solutions}/{spec.module}"
     reference, note = references.build(spec.id, out[solution_rel].decode("utf-8"), spec.root / solution_rel,
                                        manifest.sha256(out[solution_rel]))
     release.notes.append(note)
@@ -120,16 +122,10 @@ def build(root: Path, assignment: str) -> Release:
 
     out["nbgrader_config.py"] = notebook.nbgrader_config(source_only=_source_only(spec.root)).encode("utf-8")
     if suite is not None and nbs is not None:
-        otter = otter_bundle.build(nbs.source, spec.notebook, spec.id, suite, notebook.CODE_STUB)
-        otter_student = f"dist/{spec.id}/otter_student/"
-        shown = {p.removeprefix(f"dist/{spec.id}/"): b for p, b in otter.items() if p.startswith(otter_student)}
-        problems = leaks.find_leaks(shown, release.secrets)
-        if problems:
-            raise ReleaseError("leak guard: the otter student notebook would reveal the solution:\n  "
-                               + "\n  ".join(problems))
-        out.update(otter)
+        out.update(otter_bundle.build(nbs.source, spec.notebook, spec.id, suite, notebook.CODE_STUB))
     if suite is not None:  # the Gradescope zip grades either form
-        out.update(gradescope_bundle.build(spec.id, reference, out.get(f"{student}/manifest.json")))
+        out.update(gradescope_bundle.build(spec.id, reference, out.get(f"{student}/manifest.json"),
+                                           out.get(f"autograder/assignments/{spec.id}/public_facts.json")))
 
     sources = {spec.rel(p): p.read_bytes() for p in sorted(folder.iterdir())
                if p.is_file() and spec.rel(p) not in out}

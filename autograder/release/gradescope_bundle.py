@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import zips
 
-PACKAGE_PARTS = ("engine", "sandbox", "integrations")
+PACKAGE_PARTS = ("public", "engine", "sandbox", "integrations")
 LEFT_OUT = {"integrations/nbgrader.py", "integrations/otter.py"}  # need nbgrader / otter, not installed there
 PINNED = ("numpy", "nbformat", "pyseccomp", "landlockpy")  # torch is installed by setup.sh (CPU build)
 REFERENCE_SOLUTION = "reference_solution.py"
@@ -116,7 +116,7 @@ def package_files(assignment: str, reference_solution: bytes | None) -> dict[str
     import autograder
 
     base = Path(autograder.__file__).resolve().parent
-    wanted = [base / "__init__.py", base / "text.py", base / "assignments" / "__init__.py",
+    wanted = [base / "__init__.py", base / "assignments" / "__init__.py",
               base / "report" / "__init__.py", base / "report" / "feedback.py"]  # the feedback model, no jinja
     for part in PACKAGE_PARTS:
         wanted += sorted((base / part).glob("*.py"))
@@ -133,12 +133,16 @@ def package_files(assignment: str, reference_solution: bytes | None) -> dict[str
     return files
 
 
-def build(assignment: str, reference_solution: bytes | None, student_manifest: bytes | None = None) -> dict[str, bytes]:
+def build(assignment: str, reference_solution: bytes | None, student_manifest: bytes | None = None,
+          public_facts: bytes | None = None) -> dict[str, bytes]:
+    """`public_facts`: this release's public_facts.json (the public checks read it; the one on disk may be stale)."""
     torch = metadata.version("torch").split("+")[0]
     deps = ", ".join(f'"{name}=={metadata.version(name)}"' for name in PINNED)
     files = package_files(assignment, reference_solution)
     if student_manifest is not None:
         files[f"package/autograder/assignments/{assignment}/{STUDENT_MANIFEST}"] = student_manifest
+    if public_facts is not None:
+        files[f"package/autograder/assignments/{assignment}/public_facts.json"] = public_facts
     files["package/pyproject.toml"] = PYPROJECT.format(version=metadata.version("autograder"),
                                                        dependencies=f'"torch=={torch}", {deps}').encode()
     files["setup.sh"] = SETUP.format(torch=torch).encode()

@@ -120,6 +120,7 @@ def compose(spec: Spec, py_sources: dict[str, str], graded: dict[str, float] | N
     parsed = jupytext.reads(text, fmt="py:percent")
     starts = _cell_lines(text, parsed.cells)
     metadata = {
+        "otter": {"assignment_name": spec.id},  # `otter run` then accepts the one student notebook (nbgrader keeps it)
         "kernelspec": dict(parsed.metadata.get("kernelspec", DEFAULT_KERNELSPEC)),
         "language_info": {"name": "python"},
         "autograder": {

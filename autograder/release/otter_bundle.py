@@ -1,10 +1,13 @@
-"""dist/<id>/otter_autograder.zip and dist/<id>/otter_student/<notebook>: `otter assign` run on a master notebook
-generated from the nbgrader source notebook, then normalised so that the same source always gives the same bytes.
+"""dist/<id>/otter_autograder.zip: `otter assign` run on a master notebook generated from the nbgrader source
+notebook, then normalised so that the same source always gives the same bytes. Students get no otter notebook of
+their own: the one student notebook (student_template/<id>/) carries otter's assignment name in its metadata, so
+`otter run` grades it, and its `grader.check(...)` cells use the released public checker.
 
-Master notebook: the source notebook's cells in order; each graded function's defining cell (the one before its
-autograded grade cell) becomes an otter question named after the function, worth the function's points, whose
-public tests are the assignment's `otter_tests.PUBLIC_TESTS` (exception-based, `ok_format: false`). Solution
-regions become otter's `# BEGIN SOLUTION NO PROMPT` blocks followed by the same stub the nbgrader release shows. The plugin
+Master notebook: the source notebook's cells in order (without the checker's `grader` cells: otter adds its own);
+each graded function's defining cell (the one before its autograded grade cell) becomes an otter question named
+after the function, worth the function's points, with one test per public check of that function, generated from
+the suite (exception-based, `ok_format: false`: the test runs that very public check on the notebook's names).
+Solution regions become otter's `# BEGIN SOLUTION NO PROMPT` blocks followed by the same stub the nbgrader release shows. The plugin
 `autograder.integrations.otter.IsolatedGrader` is configured in the zip's otter_config.json: scores come from the
 isolated engine. The zip keeps what `otter run -a` reads (otter_config.json, tests/) and drops otter's Gradescope
 image files (setup.sh, environment.yml: they would not install this package); Gradescope gets
@@ -21,6 +24,7 @@ import nbformat
 from nbformat import v4
 
 from autograder.integrations.nbgrader_cells import autograded_function
+from autograder.public.notebook import NEUTRALISED
 
 from . import zips
 from .errors import ReleaseError
@@ -61,25 +65,31 @@ def _solution_body(source: str, stub: str) -> str:
     return "\n".join(out)
 
 
-def _test_cell(name: str, source: str, check) -> str:
+def _test_cell(check, package: str) -> str:
+    """An otter test that runs the public check `check` on the notebook's names (otter passes them as `env`)."""
     message = f"{check.zh} / {check.en}".replace('"', "'").replace("\\", "/")
     config = f'""" # BEGIN TEST CONFIG\npoints: {check.points:g}\nhidden: false\nfailure_message: "{message}"\n""" # END TEST CONFIG\n'
-    return config + source
+    return config + (f"def test_{check.name}(env):\n"
+                     f"    from autograder.public.local import LocalStudent\n"
+                     f"    from {package}.public_checks import {check.name}\n"
+                     f"    {check.name}(LocalStudent(env))\n")
+
+
+def _is_checker_cell(cell) -> bool:
+    """A cell made only of the public checker's `grader` lines (and comments): otter's own grader replaces it."""
+    lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return cell.cell_type == "code" and bool(lines) and all(NEUTRALISED.match(line) for line in lines)
 
 
 def master_notebook(source_nb: str, assignment: str, suite, stub: str) -> str:
     """The otter master notebook for the nbgrader source notebook `source_nb` (JSON text)."""
     nb = nbformat.reads(source_nb, as_version=4)
-    otter_tests = suite.spec.part("otter_tests")
-    tests = otter_tests.PUBLIC_TESTS if otter_tests is not None else {}
     points = suite.points_by_function
-    public = {c.name: c for c in suite.checks if c.visibility == "public"}
-    if set(tests) != set(public):
-        raise ReleaseError(f"otter public tests {sorted(tests)} do not match the public checks {sorted(public)}",
-                           f"autograder/assignments/{assignment}/otter_tests.py")
     cells = [v4.new_raw_cell(config_cell(assignment))]
     for cell in nb.cells:
         function = autograded_function(cell)
+        if function is None and _is_checker_cell(cell):
+            continue
         if function is None:
             meta = {k: v for k, v in cell.metadata.items() if k not in ("nbgrader", "deletable", "editable")}
             make = {"code": v4.new_code_cell, "markdown": v4.new_markdown_cell}.get(cell.cell_type, v4.new_raw_cell)
@@ -94,8 +104,8 @@ def master_notebook(source_nb: str, assignment: str, suite, stub: str) -> str:
         else:
             block.append(definer)
         block.append(v4.new_raw_cell("# BEGIN TESTS"))
-        block += [v4.new_code_cell(_test_cell(c.name, tests[c.name], c))
-                  for c in suite.checks if c.function == function and c.name in public]
+        block += [v4.new_code_cell(_test_cell(c, suite.spec.package))
+                  for c in suite.checks if c.function == function and c.visibility == "public"]
         block += [v4.new_raw_cell("# END TESTS"), v4.new_raw_cell("# END QUESTION")]
         cells += block
     master = v4.new_notebook(cells=cells, metadata=nb.metadata)
@@ -111,17 +121,9 @@ def _stable_ids(nb) -> None:
             cell["id"] = f"otter-{index:02d}-{digest}"
 
 
-def _normalise_notebook(text: str) -> bytes:
-    """Stable cell ids (otter draws random ones) and Jupyter's file form."""
-    nb = nbformat.reads(text, as_version=4)
-    _stable_ids(nb)
-    out = nbformat.writes(nb)
-    return (out if out.endswith("\n") else out + "\n").encode("utf-8")
-
-
-def _run_otter_assign(master: str, notebook: str) -> tuple[bytes, bytes]:
-    """(autograder zip, student notebook) as written by `otter assign` (run in-process: importing otter is most
-    of its cost, so a release pays it once)."""
+def _run_otter_assign(master: str, notebook: str) -> bytes:
+    """The autograder zip written by `otter assign` (run in-process: importing otter is most of its cost, so a
+    release pays it once)."""
     import contextlib
     import io
 
@@ -137,10 +139,9 @@ def _run_otter_assign(master: str, notebook: str) -> tuple[bytes, bytes]:
         except Exception as exc:
             raise ReleaseError(f"otter assign failed: {type(exc).__name__}: {exc}\n{log.getvalue()[-3000:]}") from None
         zips_found = sorted((Path(tmp) / "out" / "autograder").glob("*.zip"))
-        student = Path(tmp) / "out" / "student" / notebook
-        if len(zips_found) != 1 or not student.is_file():
-            raise ReleaseError(f"otter assign wrote no autograder zip or student notebook:\n{log.getvalue()[-3000:]}")
-        return zips_found[0].read_bytes(), student.read_bytes()
+        if len(zips_found) != 1:
+            raise ReleaseError(f"otter assign wrote no autograder zip:\n{log.getvalue()[-3000:]}")
+        return zips_found[0].read_bytes()
 
 
 def build(source_nb: str, notebook: str, assignment: str, suite, stub: str) -> dict[str, bytes]:
@@ -148,9 +149,8 @@ def build(source_nb: str, notebook: str, assignment: str, suite, stub: str) -> d
     master = master_notebook(source_nb, assignment, suite, stub)
     key = hashlib.sha256(master.encode()).hexdigest()
     if key not in _cache:
-        zip_bytes, student = _run_otter_assign(master, notebook)
+        zip_bytes = _run_otter_assign(master, notebook)
         files = {name: data for name, data in zips.read(zip_bytes).items() if name.startswith(KEEP)}
         files["README.txt"] = README.format(plugin=PLUGIN, assignment=assignment).encode("utf-8")
-        _cache[key] = {f"dist/{assignment}/otter_autograder.zip": zips.build(files),
-                       f"dist/{assignment}/otter_student/{notebook}": _normalise_notebook(student.decode("utf-8"))}
+        _cache[key] = {f"dist/{assignment}/otter_autograder.zip": zips.build(files)}
     return dict(_cache[key])

@@ -9,23 +9,13 @@ rendered by every output — the Markdown and HTML feedback (templates/feedback.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from autograder.engine.results import CheckResult, SubmissionResult
-from autograder.text import Text
+from autograder.public.status import ICON, STATUS  # noqa: F401
+from autograder.public.text import Text
 
-STATUS = {
-    "passed": Text(zh="通过", en="passed"),
-    "failed": Text(zh="未通过", en="failed"),
-    "error": Text(zh="出错", en="error"),
-    "not_implemented": Text(zh="还没实现", en="not yet implemented"),
-    "timeout": Text(zh="超时", en="timed out"),
-    "crashed": Text(zh="崩溃", en="crashed"),
-    "forbidden": Text(zh="使用了禁止的 API", en="forbidden API"),
-    "not_graded": Text(zh="未运行", en="not run"),
-}
-ICON = {"passed": "✅", "failed": "❌", "error": "💥", "not_implemented": "📝", "timeout": "⏱️", "crashed": "💥",
-        "forbidden": "🚫", "not_graded": "—"}
 HIDDEN = Text(zh="隐藏测试", en="hidden test")
 
 
@@ -125,12 +115,45 @@ def feedback(result: SubmissionResult) -> Feedback:
                     tuple(override_text(o) for o in result.overrides), late_text(result.late))
 
 
+# The late policy's verdicts (classroom/late.py, classroom/gradebook.py write them in English) and where the time
+# came from (classroom/times.py), in Chinese; a note not listed here is left out of the Chinese text.
+LATE_NOTES_ZH = (
+    (re.compile(r"on time"), "按时提交"),
+    (re.compile(r"late; no penalty policy"), "迟交；没有迟交扣分规则"),
+    (re.compile(r"no submission time known: no late penalty applied"), "不知道提交时间：不扣迟交分"),
+    (re.compile(r"marked late by the LMS, but no submission time is known: no late penalty applied"),
+     "教学平台标记为迟交，但不知道提交时间：不扣迟交分"),
+    (re.compile(r"credit ([\d.]+) % at (\S+)"), "{1} 提交，按 {0} % 计分"),
+    (re.compile(r"([\d.]+) h late: -([\d.]+) %"), "迟交 {0} 小时：扣 {1} %"),
+    (re.compile(r"([\d.]+) days late: -([\d.]+) %"), "迟交 {0} 天：扣 {1} %"),
+)
+TIME_SOURCES_ZH = {"timestamps CSV": "时间戳 CSV", "timestamp.txt": "timestamp.txt",
+                   "timestamp.txt unreadable": "timestamp.txt 无法读取",
+                   "Gradescope submission_metadata.yml": "Gradescope submission_metadata.yml",
+                   "Gradescope submission_metadata.yml: no time": "Gradescope submission_metadata.yml：没有时间",
+                   "Blackboard name": "Blackboard 下载文件名"}
+
+
+def late_note_zh(note: str) -> str:
+    """The Chinese of a late verdict's note ("2.0 h late: -10 %", optionally followed by " (its time source)")."""
+    source = re.fullmatch(r"(.*) \((.+)\)", note)
+    for text in ([note] if source is None else [note, source.group(1)]):
+        for pattern, zh in LATE_NOTES_ZH:
+            if m := pattern.fullmatch(text):
+                said = zh.format(*m.groups())
+                if text is not note and source.group(2) in TIME_SOURCES_ZH:
+                    said += f"（{TIME_SOURCES_ZH[source.group(2)]}）"
+                return said
+    return ""
+
+
 def late_text(late: dict) -> Text | None:
     if not late:
         return None
     when = late["submitted_at"] or "?"
-    return Text(zh=f"提交时间 {when}，截止 {late['due']}：{late['note']}；扣 {num(late['penalty'])} 分（原始得分 "
-                   f"{num(late['raw_score'])}）",
+    note_zh = late_note_zh(late["note"])
+    return Text(zh=f"提交时间 {when}，截止 {late['due']}{'：' + note_zh if note_zh else ''}；扣 "
+                   f"{num(late['penalty'])} 分（原始得分 {num(late['raw_score'])}）",
                 en=f"submitted {when}, due {late['due']}: {late['note']}; penalty {num(late['penalty'])} (raw score "
                    f"{num(late['raw_score'])})")
 

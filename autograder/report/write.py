@@ -21,7 +21,9 @@ def write_outputs(out: Path, suite: Suite, results: list[SubmissionResult], stat
     for r in results:
         if r.student not in already_written:
             write_student(out, r)
-    _write(out / "report.html", class_report_html(suite, results, stats.get("isolation"), stats.get("similarity")))
+    people = (stats.get("roster") or {}).get("students")  # the roster's names and sections, when graded with one
+    _write(out / "report.html", class_report_html(suite, results, stats.get("isolation"), stats.get("similarity"),
+                                                  people))
     return {"grades": out / "grades.csv", "report": out / "report.html", "feedback": out / "feedback",
             "run": out / "run.json"}
 

@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -34,12 +35,51 @@ class SandboxUnavailable(RuntimeError):
     """Isolation was asked for but cannot be set up here; the message says why and what to do."""
 
 
-class WorkerTimeout(Exception):
-    pass
+# The grader's own sentences about a worker, English -> Chinese (the exception's message is the English; `.zh` is
+# its Chinese, so that a Chinese sentence never embeds an English one). Raisers elsewhere (engine/student.py,
+# student/check.py) may pass `zh=` themselves; a message not listed gets its class's general Chinese sentence.
+WORKER_ZH = (
+    (re.compile(r"no answer within (\S+) s"), "{0} 秒内没有回答"),
+    (re.compile(r"no answer after (\S+) s"), "{0} 秒后仍没有回答"),
+    (re.compile(r"the submission used its whole (\S+) s budget"), "这份提交已用完全部 {0} 秒的时间"),
+    (re.compile(r"the worker was restarted (\d+) times; giving up on this submission"),
+     "运行你代码的进程已重启 {0} 次，不再继续运行这份提交"),
+    (re.compile(r"the worker is no longer running"), "运行你代码的进程已经不在了"),
+    (re.compile(r"memory limit of (\d+) MiB exceeded"), "超出了 {0} MiB 的内存上限"),
+    (re.compile(r"the process ended \(exit, os\._exit, a crash, or a resource limit\)"),
+     "进程结束了（exit、os._exit、崩溃或超出资源限制）"),
+    (re.compile(r"invalid reply(: .*)?"), "返回的数据无效"),
+)
 
 
-class WorkerCrashed(Exception):
-    pass
+def worker_zh(message: str, general: str) -> str:
+    """The Chinese of one of the grader's sentences about a worker (`WORKER_ZH`), else `general`. A leading
+    "while loading the file: " and a trailing " (an infinite loop?)" are translated around it."""
+    head, tail = "", ""
+    if message.startswith("while loading the file: "):
+        message, head = message[len("while loading the file: "):], "加载文件时"
+    if message.endswith(" (an infinite loop?)"):
+        message, tail = message[: -len(" (an infinite loop?)")], "（是否有死循环？）"
+    said = next((zh.format(*m.groups()) for pattern, zh in WORKER_ZH if (m := pattern.fullmatch(message))), general)
+    return f"{head}{'，' if head else ''}{said}{tail}"
+
+
+class _WorkerProblem(Exception):
+    GENERAL_ZH = ""
+
+    def __init__(self, message: str = "", *, zh: str | None = None):
+        super().__init__(message)
+        self.zh = zh if zh is not None else worker_zh(message, self.GENERAL_ZH)
+
+
+class WorkerTimeout(_WorkerProblem):
+    """The worker did not answer in time. `str(e)` is the English, `e.zh` the Chinese."""
+    GENERAL_ZH = "没有按时回答"
+
+
+class WorkerCrashed(_WorkerProblem):
+    """The worker died or answered nonsense. `str(e)` is the English, `e.zh` the Chinese."""
+    GENERAL_ZH = "运行你代码的进程意外终止"
 
 
 def choose_tier(isolate: bool) -> tiers.Tier:
@@ -303,7 +343,7 @@ class Worker:
         """Send a request (None: only read) and return the reply frame, all within `timeout` seconds of wall clock
         for the whole exchange (a worker that trickles bytes is killed at the deadline like one that hangs)."""
         if self.dead:
-            raise WorkerCrashed("the worker is no longer running")
+            raise WorkerCrashed("the worker is no longer running", zh="运行你代码的进程已经不在了")
         deadline = time.monotonic() + timeout
         try:
             if header is not None:
@@ -311,7 +351,7 @@ class Worker:
             return frames.recv(self.sock, self.sandbox.limits.reply_bytes, deadline=deadline)
         except socket.timeout:
             self.kill()
-            raise WorkerTimeout(f"no answer within {timeout:g} s") from None
+            raise WorkerTimeout(f"no answer within {timeout:g} s", zh=f"{timeout:g} 秒内没有回答") from None
         except (frames.WireError, OSError) as e:
             reason = self.death_reason(e)
             self.kill()

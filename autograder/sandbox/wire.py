@@ -79,6 +79,10 @@ class Other:
     def __repr__(self):
         return f"<{self.type_name}>"
 
+    def stands_for(self) -> str:
+        """The type it stands for (what `autograder.public.expect` names in messages)."""
+        return self.type_name
+
 
 def decode(tree, blobs: list[bytes]):
     """Rebuild a value from (tree, blobs); tensors come back as plain, fresh ``torch.Tensor`` objects."""

@@ -328,7 +328,12 @@ def render(console, outcome: Outcome, spec, lang: str, config: dict, todo_messag
             console.print(say(lang, "stops_at_todo", where=err.where or "?"), style="yellow", soft_wrap=True,
                           markup=False)
         else:
-            console.print(say(lang, "load_failed", error=f"{err.type}: {err.message[:300]}{where}"), style="red",
+            said = f"{err.type}: {err.message[:300]}{where}"
+            if lang == "zh":  # the grader's own words (a load that timed out) and "line N, in NAME" in Chinese
+                from autograder.engine.runner import _summary
+
+                said = _summary(err, True, None, "zh")
+            console.print(say(lang, "load_failed", error=said), style="red",
                           soft_wrap=True, markup=False)
         tail = [line for line in outcome.output.splitlines() if line.strip()][-5:]
         if tail:
@@ -458,10 +463,13 @@ def run_check_command(path: Path, lang: str | None, plot: bool, assignment: str 
         console.print(say(lang, "no_plots"), soft_wrap=True, markup=False)
     elif plots is not None:
         try:
-            saved = plots.save_check_plot(session, Path(file).resolve().parent / f"{assignment}_check.png")
+            saved = plots.save_check_plot(session, Path(file).resolve().parent / f"{assignment}_check.png", lang)
             console.print(say(lang, "plot_saved", path=saved), soft_wrap=True, markup=False)
         except Exception as e:  # a picture must never hide the test results
-            console.print(say(lang, "plot_failed", error=f"{type(e).__name__}: {e}"), style="red", soft_wrap=True,
+            said = getattr(e, "text", None)   # the plots' own reason, in both languages; else the error's type (zh)
+            error = said.pick(lang) if hasattr(said, "pick") else \
+                f"{type(e).__name__}: {e}" if lang == "en" else type(e).__name__
+            console.print(say(lang, "plot_failed", error=error), style="red", soft_wrap=True,
                           markup=False)
     passed = outcome.load_error is None and all(r.status == "passed" for r in outcome.results)
     return EXIT_OK if passed else EXIT_FAILED

@@ -1,18 +1,18 @@
-"""The attention assignment's checks (20 points: causal_mask 3, scaled_dot_product_attention 10, split_heads 4,
-MultiHeadAttention 3). Public ones use only what the handout publishes (the contract and the chapter's seed-42
-numbers); hidden ones use `refs`, the references computed from the solution (see cases.py).
+"""The attention assignment's hidden checks (13 of the 20 points: causal_mask 3, scaled_dot_product_attention 10,
+split_heads 4, MultiHeadAttention 3 in all; the 7 public ones are in public_checks.py). They use `refs`, each
+student's own inputs and the references computed from the solution (see cases.py), and the full diagnosis.
 """
 from __future__ import annotations
 
 import torch
 
-from autograder.engine import expect
-from autograder.engine.checks import check
-from autograder.engine.student import StudentError, SubmissionLoadError
-from autograder.text import Text
+from autograder.public import expect
+from autograder.public.check import check
+from autograder.public.errors import StudentError, SubmissionLoadError
+from autograder.public.text import Text
 
 from . import diagnosis
-from .cases import MHA_NAMES, seed42_inputs
+from .cases import MHA_NAMES
 
 SDPA = "scaled_dot_product_attention"
 MHA = "MultiHeadAttention"
@@ -82,23 +82,8 @@ def mask_hint(student, got, n: int):
     return hint
 
 
-@check(points=1, function="causal_mask", visibility="public", kind="structural",
-       zh="causal_mask(4) 返回 [4, 4] 的 bool 张量", en="causal_mask(4) returns a bool [4, 4] tensor")
-def mask_dtype_shape(student):
-    got = student.causal_mask(4)
-    expect.tensor(got, "causal_mask(4)", (4, 4), torch.bool, diagnose=mask_hint(student, got, 4))
 
 
-@check(points=1, function="causal_mask", visibility="public",
-       zh="causal_mask 在 T = 1, 2, 4 时只遮住对角线以上", en="causal_mask hides exactly the positions above the diagonal for T = 1, 2, 4")
-def mask_values_small(student):
-    for n in (1, 2, 4):
-        got = student.causal_mask(n)
-        expect.tensor(got, f"causal_mask({n})", (n, n), torch.bool, diagnose=mask_hint(student, got, n))
-        if not torch.equal(got, spec_mask(n)):
-            expect.fail(Text(zh=f"causal_mask({n}) 的值不对",
-                             en=f"causal_mask({n}) is wrong"),
-                        expect.safely(mask_hint(student, got, n)))
 
 
 @check(points=1, function="causal_mask",
@@ -114,40 +99,10 @@ def mask_values_other_lengths(student):
 
 
 # -- scaled_dot_product_attention ---------------------------------------------------------------------------------
-@check(points=1, function=SDPA, visibility="public", kind="structural",
-       zh="单个序列（T = d_head = 4）时 output 与 weights 的形状", en="output and weights shapes for one sequence (T = d_head = 4)")
-def sdpa_shapes_unbatched(student):
-    Q, K, V = seed42_inputs()
-    sdpa(student, Q, K, V)
 
 
-@check(points=1, function=SDPA, visibility="public",
-       zh="因果注意力：未来位置的权重恰好为 0，每行之和为 1", en="causal attention: future weights are exactly 0 and every row sums to 1")
-def sdpa_causal_rows(student):
-    g = torch.Generator().manual_seed(7)
-    for T, d in ((5, 3), (4, 4)):
-        Q, K, V = (torch.randn(T, d, generator=g) for _ in range(3))
-        out, weights = sdpa(student, Q, K, V)
-        expect.finite(weights, "weights", diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights, probe=_prober(student)))
-        future = weights[spec_mask(T)]
-        if not torch.all(future == 0):
-            expect.fail(Text(zh=f"未来位置的权重不是 0（T={T}，最大 {future.abs().max():.3g}）",
-                             en=f"weights of future positions are not exactly 0 (T={T}, largest {future.abs().max():.3g})"),
-                        expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights, probe=_prober(student))))
-        sums = weights.sum(-1)
-        if not torch.allclose(sums, torch.ones(T), atol=1e-5, rtol=0):
-            expect.fail(Text(zh=f"weights 的每行之和不为 1（T={T}，行和 {sums.tolist()}）",
-                             en=f"rows of weights do not sum to 1 (T={T}, sums {sums.tolist()})"),
-                        expect.safely(lambda: diagnosis.sdpa(Q, K, V, True, out, weights, probe=_prober(student))))
 
 
-@check(points=1, function=SDPA, visibility="public",
-       zh="章节 seed-42 例子的权重（与 run.py 打印的一致）", en="the chapter's seed-42 weights (as printed by run.py)")
-def sdpa_seed42_weights(student):
-    Q, K, V = seed42_inputs()
-    out, weights = sdpa(student, Q, K, V)
-    expect.close(weights, SEED42_WEIGHTS, "weights", atol=1e-4, rtol=0,
-                 diagnose=lambda: diagnosis.sdpa(Q, K, V, True, out, weights, probe=_prober(student)))
 
 
 @check(points=1, function=SDPA, kind="structural",
@@ -227,12 +182,6 @@ def sdpa_inputs_unchanged(student, refs):
 
 
 # -- split_heads ----------------------------------------------------------------------------------------------------
-@check(points=1, function="split_heads", visibility="public", kind="structural",
-       zh="split_heads([4, 8], 2) 的形状为 [2, 4, 4]", en="split_heads([4, 8], 2) has shape [2, 4, 4]")
-def split_shape(student):
-    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(3))
-    got = student.split_heads(x, 2)
-    expect.tensor(got, "split_heads(x, 2)", (2, 4, 4), torch.float32, diagnose=lambda: diagnosis.split(x, 2, got))
 
 
 def split_against(student, refs, case: str, heads: int):
@@ -321,12 +270,6 @@ def mha_diagnosis(model, x, expected, got, weights, heads):
     return diagnosis.MHA_BIAS if zeroed and diagnosis.same(model(x), expected) else None
 
 
-@check(points=1, function=MHA, visibility="public", kind="structural",
-       zh="MultiHeadAttention(8, 2) 把 [4, 8] 映射为 [4, 8]", en="MultiHeadAttention(8, 2) maps [4, 8] to [4, 8]")
-def mha_shape(student):
-    model = student.new(MHA, 8, 2)
-    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(5))
-    expect.tensor(model(x), "MultiHeadAttention(8, 2)(x)", (4, 8), torch.float32)
 
 
 @check(points=1, function=MHA,

@@ -14,8 +14,8 @@ import math
 
 import torch
 
-from autograder.engine.expect import Diagnosis
-from autograder.text import Text
+from autograder.public.expect import Diagnosis
+from autograder.public.text import Text
 
 MATCH_ATOL, MATCH_RTOL = 1e-4, 1e-3
 INF = float("inf")

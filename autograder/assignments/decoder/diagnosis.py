@@ -13,9 +13,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from autograder.engine.expect import Diagnosis
+from autograder.public.expect import Diagnosis
 from autograder.sandbox.wire import grad_ramp
-from autograder.text import Text
+from autograder.public.text import Text
 
 MATCH_ATOL, MATCH_RTOL = 1e-4, 1e-3  # ten times looser than grading (see the attention diagnosis)
 EPS = 1e-6

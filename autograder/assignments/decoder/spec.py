@@ -1,6 +1,6 @@
 """The decoder assignment, as the grader knows it before torch is imported (the sandbox is started with it)."""
 from autograder.assignments import Assignment
-from autograder.text import Text
+from autograder.public.text import Text
 
 ASSIGNMENT = Assignment(
     id="decoder",

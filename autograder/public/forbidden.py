@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import ast
 
+from .expect import Diagnosis
+from .text import Text
+
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -55,3 +58,9 @@ def _is_self_reference(node: ast.Attribute, own: str) -> bool:
     while isinstance(root, ast.Attribute):
         root = root.value
     return isinstance(root, ast.Name) and root.id in {"self", own}
+
+
+FORBIDDEN_API = Diagnosis("forbidden_api", Text(
+    zh="你调用了作业要求你自己实现的现成函数：只要还在用它，这个函数的检查都得 0 分。请删掉这个调用，用基本的张量运算自己写。",
+    en="You call a ready-made function that the assignment asks you to write yourself: every check of this function "
+       "scores 0 while it is used. Remove the call and build the computation from basic tensor operations."))
