@@ -23,17 +23,15 @@ from fixtures.compose import FIXTURES, base_solution_source, compose, parse_expe
 
 # Runs check.py with every `autograder` import refused, and prints the outcomes as JSON lines.
 PROBE = r"""
-import importlib.abc, json, sys, runpy
+import importlib.abc, json, sys
 class Refuse(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name == "autograder" or name.startswith("autograder."):
             raise ImportError("the instructor's package is not available here")
 sys.meta_path.insert(0, Refuse())
 sys.path.insert(0, ".")
-from checker import cli, local, run
-namespace, _ = local.load(sys.argv[1])
-_, checks = cli._public_checks()
-for o in run.run(checks, local.LocalStudent(namespace), 10.0):
+from checker import cli
+for o in cli.check_file(sys.argv[1])[0]:
     print(json.dumps({"check": o.check.name, "status": o.status, "diagnosis": o.diagnosis and o.diagnosis.id}))
 """
 

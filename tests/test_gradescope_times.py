@@ -4,6 +4,7 @@ each `submission_<id>/` folder, mapped to the roster by sid, then email) for the
 from __future__ import annotations
 
 import csv
+import json
 import io
 import subprocess
 import sys
@@ -217,3 +218,29 @@ def test_a_broken_metadata_file_exits_2_naming_it(tmp_path):
     run = autograder("grade", folder, "--assignment", "attention", "--out", tmp_path / "out", "-q")
     assert run.returncode == 2 and "submission_metadata.yml:" in run.stderr and "not valid YAML" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+# -- the Gradescope autograder: submission_metadata.json ------------------------------------------------------------
+def metadata_root(tmp_path: Path, created: str, due: str, late_due: str | None = None) -> Path:
+    meta = {"created_at": created, "users": [{"email": "a@example.edu", "id": 7, "name": "A"}],
+            "assignment": {"due_date": due, "late_due_date": late_due, "title": "Attention"}}
+    (tmp_path / "submission_metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+    return tmp_path
+
+
+def test_gradescope_autograder_notes_a_late_submission_and_leaves_the_score_to_gradescope(tmp_path):
+    from autograder.integrations.grading import gradescope_lateness
+
+    on_time = metadata_root(tmp_path, "2026-11-20T22:00:00.000000-08:00", "2026-11-20T23:59:00.000000-08:00")
+    assert gradescope_lateness(on_time) is None
+    late = gradescope_lateness(metadata_root(tmp_path, "2026-11-21T05:59:00.000000-08:00",
+                                             "2026-11-20T23:59:00.000000-08:00", "2026-11-23T23:59:00.000000-08:00"))
+    assert late is not None and "6.0 h after the due date 2026-11-20T23:59-08:00" in late.en and "6.0 小时" in late.zh
+    assert "late due date" not in late.en
+    after = gradescope_lateness(metadata_root(tmp_path, "2026-11-25T00:00:00+00:00", "2026-11-20T23:59:00-08:00",
+                                              "2026-11-23T23:59:00-08:00"))
+    assert after is not None and "late due date" in after.en
+    for broken in ("{}", "[1, 2]", '{"created_at": "yesterday", "assignment": {"due_date": "2026-11-20"}}',
+                   '{"created_at": "2026-11-21T00:00:00", "assignment": {"due_date": "2026-11-20T00:00:00"}}'):
+        (tmp_path / "submission_metadata.json").write_text(broken, encoding="utf-8")
+        assert gradescope_lateness(tmp_path) is None, broken  # odd or zone-less metadata: say nothing

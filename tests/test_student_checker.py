@@ -31,10 +31,8 @@ sys.meta_path.insert(0, Refuse())
 OUTCOMES = REFUSE + r"""
 import json
 sys.path.insert(0, ".")
-from checker import cli, local, run
-namespace, _ = local.load(sys.argv[1])
-_, checks = cli._public_checks()
-for o in run.run(checks, local.LocalStudent(namespace), 10.0, cli._forbidden(cli.Path(sys.argv[1]), cli._info())):
+from checker import cli
+for o in cli.check_file(sys.argv[1])[0]:
     print(json.dumps({"check": o.check.name, "status": o.status, "diagnosis": o.diagnosis and o.diagnosis.id,
                       "text": o.diagnosis and o.diagnosis.text.en}))
 assert not any(m == "autograder" or m.startswith("autograder.") for m in sys.modules)
@@ -173,3 +171,23 @@ def test_one_student_notebook_carries_the_checker_cells_and_otters_assignment_na
                if s.strip().startswith("grader.check(")}
     assert checked == set(discover()[assignment].functions)
     assert not (ROOT / "dist" / assignment / "otter_student").exists()  # no second student notebook
+
+
+def test_a_hanging_function_times_out_alone_and_a_raising_one_is_reported(tmp_path):
+    folder = released_folder(tmp_path, "attention")
+    snippet = REFUSE + ("import json\nsys.path.insert(0, '.')\nfrom checker import cli\n"
+                        "for o in cli.check_file('attention.py', timeout=1.0)[0]:\n"
+                        "    print(json.dumps([o.check.name, o.status, o.detail.en]))\n")
+
+    def run_with(extra: str) -> dict:
+        (folder / "attention.py").write_text(base_solution_source("attention") + extra, encoding="utf-8")
+        done = subprocess.run([sys.executable, "-c", snippet], cwd=folder, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return {name: (status, detail) for name, status, detail in map(json.loads, done.stdout.splitlines())}
+
+    hangs = run_with("\n\ndef split_heads(x, num_heads):\n    while True:\n        pass\n")
+    assert hangs["split_published"][0] == "timeout" and "within 1 s" in hangs["split_published"][1]
+    assert hangs["sdpa_published_values"][0] == hangs["mask_values_small"][0] == "passed"  # the others as usual
+    raises = run_with("\n\ndef causal_mask(seq_len):\n    raise ValueError('my own message')\n")
+    assert raises["mask_dtype_shape"][0] == "error" and "ValueError: my own message" in raises["mask_dtype_shape"][1]
+    assert raises["split_published"][0] == "passed"

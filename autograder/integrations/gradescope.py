@@ -43,7 +43,9 @@ def results_for(root: Path, assignment: str, hidden_visibility: str) -> dict:
     fb = feedback(result)
     data = gradescope_json(fb, hidden_visibility)
     note = f"{found.note_zh} / {found.note_en}" if found.note_en else ""
-    data["output"] = "\n\n".join(part for part in (summary(fb), note, data["output"]) if part).strip()
+    late = grading.gradescope_lateness(root)
+    late = f"{late.zh}\n{late.en}" if late is not None else ""
+    data["output"] = "\n\n".join(part for part in (summary(fb), late, note, data["output"]) if part).strip()
     data["stdout_visibility"] = "hidden"
     return data
 

@@ -18,6 +18,7 @@ import os
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 from autograder.assignments import get, infer
@@ -125,6 +126,33 @@ def grade_text(text: str, filename: str, assignment: str, student: str = "studen
         path = Path(folder) / filename
         path.write_text(text, encoding="utf-8")
         return grade_path(path, assignment, student, secrets, seed, course)
+
+
+def gradescope_lateness(root: Path) -> Text | None:
+    """A note for the student when Gradescope's `submission_metadata.json` says the submission came after the due
+    date (`created_at` > `assignment.due_date`; after `late_due_date` too, if there is one). The score is left alone:
+    Gradescope applies the course's own late policy. None when on time or when the metadata is missing or odd."""
+    try:
+        meta = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
+        when = datetime.fromisoformat(str(meta["created_at"]))
+        due = datetime.fromisoformat(str(meta["assignment"]["due_date"]))
+        late_due = meta["assignment"].get("late_due_date")
+        late_due = datetime.fromisoformat(str(late_due)) if late_due else None
+        if when.tzinfo is None or due.tzinfo is None or (late_due is not None and late_due.tzinfo is None):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if when <= due:
+        return None
+    hours = (when - due).total_seconds() / 3600
+    shown = due.isoformat(timespec="minutes")
+    if late_due is not None and when > late_due:
+        return Text(zh=f"提交时间晚于截止时间 {shown} {hours:.1f} 小时，也晚于迟交截止时间 {late_due.isoformat(timespec='minutes')}；"
+                       "迟交如何计分由 Gradescope 按课程设置处理。",
+                    en=f"Submitted {hours:.1f} h after the due date {shown}, and after the late due date "
+                       f"{late_due.isoformat(timespec='minutes')}; Gradescope applies the course's late policy.")
+    return Text(zh=f"提交时间晚于截止时间 {shown} {hours:.1f} 小时；迟交如何计分由 Gradescope 按课程设置处理。",
+                en=f"Submitted {hours:.1f} h after the due date {shown}; Gradescope applies the course's late policy.")
 
 
 def gradescope_submitter(root: Path) -> str | None:

@@ -15,10 +15,11 @@ from pathlib import Path
 from .forbidden import scan
 from .local import LocalStudent, load
 from .notebook import code_blocks
-from .run import Outcome, run
+from .run import CheckTimeout, Outcome, deadline, run
 from .status import ICON, STATUS
 from .text import LANGS, Text
 
+LOAD_SECONDS = 60.0  # running the file itself (a notebook's every cell) before any check
 HERE = Path(__file__).resolve().parent
 FOLDER = HERE.parent  # the student's assignment folder: the checker is shipped inside it
 
@@ -102,9 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     print(Text(zh=f"检查 {path.name}（只有公开检查；评分时另有隐藏检查：{info['hidden_topics']['zh']}）",
                en=f"Checking {path.name} (public checks only; grading adds hidden checks: {info['hidden_topics']['en']})")
           .pick(args.lang))
-    sys.path.insert(0, str(path.resolve().parent))
     try:
-        namespace, cell_errors = load(path)
+        outcomes, cell_errors = check_file(path, args.function, args.timeout)
+    except CheckTimeout:
+        print(Text(zh=f"{path.name} 在 {LOAD_SECONDS:g} 秒内没有加载完（模块顶层是否有死循环或很慢的代码？）",
+                   en=f"{path.name} did not finish loading within {LOAD_SECONDS:g} s (an infinite loop or slow code at "
+                      "the top level?)").pick(args.lang))
+        return 1
     except Exception as e:  # the file itself does not run
         print(Text(zh=f"{path.name} 无法运行：{type(e).__name__}: {e}",
                    en=f"{path.name} does not run: {type(e).__name__}: {e}").pick(args.lang))
@@ -112,12 +117,20 @@ def main(argv: list[str] | None = None) -> int:
     for error in cell_errors:
         print(Text(zh=f"单元格出错（其余单元格照常运行）{error}", en=f"a cell raised (the others still ran) {error}")
               .pick(args.lang))
-    _, checks = _public_checks()
-    if args.function:
-        checks = [c for c in checks if c.function in args.function]
-    outcomes = run(checks, LocalStudent(namespace), args.timeout, _forbidden(path, info))
     print("\n".join(render(outcomes, args.lang, info["functions"])))
     return 0 if all(o.status == "passed" for o in outcomes) else 1
+
+
+def check_file(path: Path, functions: list[str] | None = None, timeout: float = 10.0) -> tuple[list[Outcome], list[str]]:
+    """Run the module or notebook at `path` and its public checks (of `functions`, default all): (outcomes, errors
+    of notebook cells that raised). Raises what the file raises when a module does not run."""
+    path = Path(path)
+    sys.path.insert(0, str(path.resolve().parent))
+    with deadline(LOAD_SECONDS):
+        namespace, cell_errors = load(path)
+    _, checks = _public_checks()
+    checks = [c for c in checks if not functions or c.function in functions]
+    return run(checks, LocalStudent(namespace), timeout, _forbidden(path, _info())), cell_errors
 
 
 class Notebook:

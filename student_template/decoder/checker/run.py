@@ -34,7 +34,8 @@ class Outcome:
 
 
 @contextmanager
-def _deadline(seconds: float):
+def deadline(seconds: float):
+    """Raise CheckTimeout in the main thread after `seconds` (no limit elsewhere, or where SIGALRM is missing)."""
     usable = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable:
         yield
@@ -56,7 +57,7 @@ def run_one(check: Check, student, timeout: float = 10.0) -> Outcome:
     started = time.perf_counter()
     status, detail, diagnosis = "passed", Text(zh="", en=""), None
     try:
-        with _deadline(timeout):
+        with deadline(timeout):
             check.run(student)
     except CheckFailed as e:
         status, detail, diagnosis = "failed", e.text + e.measured, e.diagnosis
