@@ -7,7 +7,6 @@ import re
 import warnings
 
 import pytest
-import torch
 
 from autograder.assignments.attention import plots
 from autograder.assignments.attention.checks import SEED42_WEIGHTS

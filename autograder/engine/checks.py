@@ -12,7 +12,7 @@ from typing import Mapping
 import torch
 
 from autograder.assignments import Assignment, get
-from autograder.public.check import KINDS, VISIBILITIES, Check, check, collect  # noqa: F401
+from autograder.public.check import Check, collect
 
 
 @dataclass(frozen=True)

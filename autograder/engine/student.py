@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from autograder.public.errors import MAX_TEXT, StudentError, SubmissionLoadError, error_summary, text  # noqa: F401
+from autograder.public.errors import StudentError, SubmissionLoadError, error_summary, text  # noqa: F401
 from autograder.sandbox import forbid, wire
 from autograder.sandbox.client import Sandbox, Worker, WorkerCrashed, WorkerTimeout
 from autograder.sandbox.limits import Limits

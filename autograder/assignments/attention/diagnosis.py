@@ -469,7 +469,6 @@ def _divisor(Q, K, causal, weights) -> float | None:
 def sdpa_raised(call, Q, K, V, causal) -> Diagnosis | None:
     """The student's function raised on (Q, K, V). `call(Q, K, V, causal)` runs it again on other inputs and returns
     (output, weights), or None when it raises too. Find where it does work and name the cause."""
-    T = Q.shape[-2]
     first = [x.reshape(-1, *x.shape[-2:])[0] for x in (Q, K, V)]  # the first sequence, [T, d]
     if causal and call(Q, K, V, False) is not None:  # only the mask fails
         return _mask_raised(call, Q, K, V, first)
