@@ -20,20 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fixtures.compose import FIXTURES, base_solution_source, compose, parse_expect  # noqa: E402
-
-# Runs check.py with every `autograder` import refused, and prints the outcomes as JSON lines.
-PROBE = r"""
-import importlib.abc, json, sys
-class Refuse(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "autograder" or name.startswith("autograder."):
-            raise ImportError("the instructor's package is not available here")
-sys.meta_path.insert(0, Refuse())
-sys.path.insert(0, ".")
-from checker import cli
-for o in cli.check_file(sys.argv[1])[0]:
-    print(json.dumps({"check": o.check.name, "status": o.status, "diagnosis": o.diagnosis and o.diagnosis.id}))
-"""
+from test_student_checker import OUTCOMES as PROBE  # noqa: E402  (the released checker with autograder refused)
 
 
 def outcomes(folder: Path, file: str) -> list[dict]:

@@ -12,19 +12,10 @@ import torch
 from autograder.public import expect, facts
 from autograder.public.check import check
 from autograder.public.errors import StudentError, SubmissionLoadError
-from autograder.public.text import Text
 
 FACTS = facts.Lazy(Path(__file__).with_name("public_facts.json"))
 RMS, MLP, LAYER = "rms_norm", "SwiGLU", "DecoderLayer"
 MLP_NAMES = ("W_gate.weight", "W_up.weight", "W_down.weight")
-
-
-def _filled(key: str, **values) -> expect.Diagnosis:
-    d = FACTS.texts[key]
-    zh, en = d.zh, d.en
-    for k, v in values.items():
-        zh, en = zh.replace("{" + k + "}", str(v)), en.replace("{" + k + "}", str(v))
-    return expect.Diagnosis(d.id, Text(zh=zh, en=en))
 
 
 def name(case: str, got) -> expect.Diagnosis | None:
@@ -32,7 +23,7 @@ def name(case: str, got) -> expect.Diagnosis | None:
     c = FACTS[case]
     if type(got) is torch.Tensor and got.is_floating_point() and got.dtype != torch.float32 and \
             facts.same(got.float(), c.expected["y"]):
-        return _filled("output_dtype", dtype=got.dtype)
+        return FACTS.diagnosis("output_dtype", dtype=got.dtype)
     return c.name(y=got)
 
 
@@ -128,9 +119,9 @@ def blocks_wrong(student) -> expect.Diagnosis | None:
         try:
             got = run()
         except (StudentError, expect.CheckFailed):
-            return _filled("block_wrong", block=block)
+            return FACTS.diagnosis("block_wrong", block=block)
         if not facts.same(got, FACTS[case].expected["y"]):
-            return _filled("block_wrong", block=block)
+            return FACTS.diagnosis("block_wrong", block=block)
     return None
 
 

@@ -21,15 +21,6 @@ SDPA_CASES = ("seed42", "square", "batched", "noncausal", "one_token", "large")
 SPLIT_CASES = ("split", "split_batched", "split_one_head")
 
 
-def _filled(key: str, **values) -> expect.Diagnosis:
-    """The published diagnosis `key` with its {placeholders} filled in."""
-    d = FACTS.texts[key]
-    zh, en = d.zh, d.en
-    for k, v in values.items():
-        zh, en = zh.replace("{" + k + "}", str(v)), en.replace("{" + k + "}", str(v))
-    return expect.Diagnosis(d.id, Text(zh=zh, en=en))
-
-
 # -- causal_mask ---------------------------------------------------------------------------------------------------
 def mask_name(student, got, n: int) -> expect.Diagnosis | None:
     """The causal_mask mistake shown by `got` (= causal_mask(n)). Below n = 3 the wrong patterns look alike, so a
@@ -39,10 +30,10 @@ def mask_name(student, got, n: int) -> expect.Diagnosis | None:
     if type(got) is not torch.Tensor:
         return None
     if tuple(got.shape) != (n, n):
-        return _filled("mask_fixed_size", n=n, shape=list(got.shape))
+        return FACTS.diagnosis("mask_fixed_size", n=n, shape=list(got.shape))
     as_bool = got != 0
     if got.dtype != torch.bool and torch.equal(as_bool, FACTS[f"mask{n}"].expected["mask"]):
-        return _filled("mask_not_bool", dtype=got.dtype)
+        return FACTS.diagnosis("mask_not_bool", dtype=got.dtype)
     return FACTS[f"mask{n}"].name(mask=as_bool)
 
 
@@ -74,7 +65,7 @@ def sdpa_name(case: str, out, weights) -> expect.Diagnosis | None:
     for value in (out, weights):
         if type(value) is torch.Tensor and value.is_floating_point() and value.dtype != torch.float32 and \
                 facts.same(out.float(), right_out) and facts.same(weights.float(), right_w):
-            return _filled("output_dtype", dtype=value.dtype)
+            return FACTS.diagnosis("output_dtype", dtype=value.dtype)
     if case == "large" and type(weights) is torch.Tensor and weights.is_floating_point() and \
             not bool(torch.isfinite(weights).all()):
         return FACTS.texts["unstable_softmax"]

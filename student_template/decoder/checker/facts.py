@@ -68,9 +68,18 @@ class Case:
 class Facts:
     cases: dict[str, Case]
     texts: dict[str, Diagnosis]  # diagnoses a public check names by rule (e.g. outputs swapped), by id
+    assignment: dict             # what the checker says about the assignment (see `dumps`)
 
     def __getitem__(self, case: str) -> Case:
         return self.cases[case]
+
+    def diagnosis(self, key: str, **values) -> Diagnosis:
+        """The published diagnosis `key` with its {placeholders} filled in from `values`."""
+        d = self.texts[key]
+        zh, en = d.zh, d.en
+        for k, v in values.items():
+            zh, en = zh.replace("{" + k + "}", str(v)), en.replace("{" + k + "}", str(v))
+        return Diagnosis(d.id, Text(zh=zh, en=en))
 
 
 def _tensors(values: dict) -> dict[str, torch.Tensor]:
@@ -83,7 +92,7 @@ def load(path: Path) -> Facts:
     cases = {name: Case(_tensors(c["inputs"]), _tensors(c["expected"]),
                         tuple((diagnosis(v), _tensors(v["values"])) for v in c["variants"]))
              for name, c in data["cases"].items()}
-    return Facts(cases, {k: diagnosis({"id": k, **v}) for k, v in data.get("texts", {}).items()})
+    return Facts(cases, {k: diagnosis({"id": k, **v}) for k, v in data.get("texts", {}).items()}, data["assignment"])
 
 
 def dumps(assignment: dict, cases: dict, texts: dict[str, Diagnosis]) -> str:
@@ -129,4 +138,7 @@ class Lazy:
 
     @property
     def assignment(self) -> dict:
-        return json.loads(self.path.read_text(encoding="utf-8"))["assignment"]
+        return self.get().assignment
+
+    def diagnosis(self, key: str, **values) -> Diagnosis:
+        return self.get().diagnosis(key, **values)
